@@ -1,0 +1,65 @@
+# Thin nogil wrappers over scipy.linalg.cython_blas / cython_lapack.
+#
+# Convention for the whole package: matrices handed to these helpers are Fortran
+# (column-major) n x n buffers with leading dimension n; symmetric matrices use (and
+# factorisations fill) the LOWER triangle.  SciPy's Cython BLAS uses plain `int`
+# for dimensions (no ILP64 `blas_int` is exposed by the SciPy versions we support).
+from scipy.linalg.cython_blas cimport dsymv, dtrsv, dtrsm, dsyr, dger, ddot, dgemv, dscal, daxpy, dcopy, dsymm, dgemm, dsyrk
+from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs, dtrtri, dlauum
+
+
+cdef inline int chol_lower(double* a, int n) noexcept nogil:
+    """In-place lower Cholesky of the n x n Fortran buffer `a`; returns LAPACK info."""
+    cdef char uplo = b'L'
+    cdef int info = 0
+    dpotrf(&uplo, &n, a, &n, &info)
+    return info
+
+
+cdef inline int chol_inverse_lower(double* a, int n) noexcept nogil:
+    """Given the lower Cholesky factor L in `a`, overwrite its lower triangle with
+    (L L^T)^{-1}; returns LAPACK info."""
+    cdef char uplo = b'L'
+    cdef int info = 0
+    dpotri(&uplo, &n, a, &n, &info)
+    return info
+
+
+cdef inline int chol_solve_lower(const double* l, int n, double* b, int nrhs) noexcept nogil:
+    """Solve (L L^T) x = b in place for `nrhs` right-hand sides (Fortran, ld n)."""
+    cdef char uplo = b'L'
+    cdef int info = 0
+    dpotrs(&uplo, &n, &nrhs, <double*> l, &n, b, &n, &info)
+    return info
+
+
+cdef inline void trsv_lower(const double* l, int n, double* x, bint transpose) noexcept nogil:
+    """x <- L^{-1} x (or L^{-T} x when `transpose`)."""
+    cdef char uplo = b'L'
+    cdef char trans = b'T' if transpose else b'N'
+    cdef char diag = b'N'
+    cdef int one = 1
+    dtrsv(&uplo, &trans, &diag, &n, <double*> l, &n, x, &one)
+
+
+cdef inline void trsm_left_lower(const double* l, int n, double* b, int nrhs) noexcept nogil:
+    """B <- L^{-1} B for an n x nrhs Fortran block B with leading dimension n."""
+    cdef char side = b'L'
+    cdef char uplo = b'L'
+    cdef char trans = b'N'
+    cdef char diag = b'N'
+    cdef double one = 1.0
+    dtrsm(&side, &uplo, &trans, &diag, &n, &nrhs, &one, <double*> l, &n, b, &n)
+
+
+cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
+                            double alpha, double beta) noexcept nogil:
+    """y <- alpha A x + beta y for symmetric A stored in the lower triangle."""
+    cdef char uplo = b'L'
+    cdef int one = 1
+    dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
+
+
+cdef inline double dot(const double* x, const double* y, int n) noexcept nogil:
+    cdef int one = 1
+    return ddot(&n, <double*> x, &one, <double*> y, &one)
