@@ -1,1 +1,60 @@
-"""Placeholder."""
+"""Input checks shared by the K-level API and the estimators."""
+
+import numpy as np
+
+
+class NotPositiveDefiniteError(np.linalg.LinAlgError, ValueError):
+    """A covariance matrix is not positive semi-definite, even after jitter.
+
+    Subclasses both :class:`numpy.linalg.LinAlgError` and :class:`ValueError`, so
+    either may be caught.
+    """
+
+
+def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
+    """Validate a covariance matrix and return it as a Fortran float64 array.
+
+    A C-ordered symmetric matrix is returned as its transpose (a Fortran view of the
+    same memory), so no copy is made for float64 input.
+
+    Raises
+    ------
+    ValueError
+        If ``K`` is not a finite, square, symmetric 2-D array.
+    """
+    K = np.asarray(K)
+    if K.dtype.kind not in "fiub":
+        raise ValueError(f"{name} must be a numeric array, got dtype {K.dtype}.")
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(f"{name} must be a square 2-D array, got shape {K.shape}.")
+    K = np.asarray(K, dtype=np.float64)
+    if not np.isfinite(K).all():
+        raise ValueError(f"{name} contains NaN or infinity.")
+    if K.shape[0] > 0:
+        scale = np.max(np.abs(K))
+        if np.max(np.abs(K - K.T)) > symmetry_tol * max(scale, 1e-300):
+            raise ValueError(f"{name} must be symmetric.")
+    if K.flags.f_contiguous:
+        return K
+    if K.flags.c_contiguous:
+        return K.T
+    return np.asfortranarray(K)
+
+
+def as_pm1_labels(y, n=None, name="y"):
+    """Validate binary labels in {-1, +1} and return them as contiguous float64."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {y.shape}.")
+    if y.dtype.kind not in "fiub":
+        raise ValueError(f"{name} must contain the numbers -1 and +1, got dtype {y.dtype}.")
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if n is not None and y.shape[0] != n:
+        raise ValueError(f"{name} has {y.shape[0]} labels but K is {n} x {n}.")
+    bad = (y != 1.0) & (y != -1.0)
+    if bad.any():
+        raise ValueError(
+            f"{name} must contain only -1 and +1 (found {y[bad][0]!r}); "
+            "map two classes c0 < c1 to -1, +1 first."
+        )
+    return y

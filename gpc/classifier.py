@@ -1,1 +1,483 @@
-"""Placeholder."""
+"""scikit-learn compatible Gaussian process classifiers."""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.gaussian_process.kernels import RBF, CompoundKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import NotPositiveDefiniteError
+from .inference import get_method
+from .kernels import as_kernel, is_psd_by_construction
+from .likelihoods import get_likelihood
+from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
+
+_DEFAULT_METHOD = "laplace"
+
+
+def _default_kernel():
+    return C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
+
+
+def _psd_jitter(K, kernel):
+    """Jitter needed to make K positive definite, for kernels not PSD by construction.
+
+    Returns 0.0 when ``K + 1e-10 * mean(diag)`` factorises; otherwise the smallest
+    rung of the ladder that works.  Raises a ValueError naming the kernel when none
+    does.
+    """
+    from scipy.linalg import LinAlgError, cholesky
+
+    from .inference._base import JITTER_LADDER
+
+    n = K.shape[0]
+    scale = float(np.mean(np.diag(K))) if n else 1.0
+    if not scale > 0:
+        raise NotPositiveDefiniteError(
+            f"The kernel {kernel!r} gives a covariance matrix whose diagonal is not "
+            "positive: it is not a valid covariance function.")
+    for rel in JITTER_LADDER:
+        try:
+            cholesky(K + rel * scale * np.eye(n), lower=True, check_finite=False)
+        except LinAlgError:
+            continue
+        return 0.0 if rel == JITTER_LADDER[0] else rel * scale
+    raise NotPositiveDefiniteError(
+        f"The kernel {kernel!r} gives a covariance matrix that is not positive "
+        f"semi-definite on the training data, even with jitter "
+        f"{JITTER_LADDER[-1]:g} x mean(diag) added.")
+
+
+class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
+    """Binary GP classifier on any inference method of gpc (used by the public class).
+
+    Parameters are those of :class:`GaussianProcessClassifier` less ``multi_class``
+    and ``n_jobs``.
+    """
+
+    def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
+                 max_iter_predict=100, warm_start=False, copy_X_train=True,
+                 random_state=None, method=_DEFAULT_METHOD, likelihood="logit",
+                 priors=None, verbose=0):
+        self.kernel = kernel
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter_predict = max_iter_predict
+        self.warm_start = warm_start
+        self.copy_X_train = copy_X_train
+        self.random_state = random_state
+        self.method = method
+        self.likelihood = likelihood
+        self.priors = priors
+        self.verbose = verbose
+
+    def _inference_options(self):
+        return {"max_iter": int(self.max_iter_predict)}
+
+    def fit(self, X, y):
+        """Fit the binary classifier (all state is set only once fitting succeeded).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+        y : array-like of shape (n_samples,), two classes
+
+        Returns
+        -------
+        self
+        """
+        kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
+        likelihood = get_likelihood(self.likelihood)
+        get_method(self.method)
+        if not (isinstance(self.max_iter_predict, (int, np.integer))
+                and self.max_iter_predict >= 1):
+            raise ValueError(f"max_iter_predict must be a positive integer, got "
+                             f"{self.max_iter_predict!r}.")
+        encoder = LabelEncoder()
+        y01 = encoder.fit_transform(y)
+        classes = encoder.classes_
+        if classes.size > 2:
+            raise ValueError(f"{type(self).__name__} supports only binary classification;"
+                             f" y contains classes {classes}.")
+        if classes.size == 1:
+            raise ValueError(f"{type(self).__name__} requires 2 classes; got 1 class.")
+        y_pm = 2.0 * y01 - 1.0
+        X_train = np.copy(X) if self.copy_X_train else X
+        key = data_fingerprint(X_train, y01)
+        state = None
+        previous = getattr(self, "_warm_state", None)
+        if self.warm_start and previous is not None and previous[0] == key:
+            state = previous[1]
+
+        jitter = 0.0
+        if not is_psd_by_construction(kernel):
+            jitter = _psd_jitter(np.asarray(kernel(X_train), dtype=np.float64), kernel)
+        objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
+                                      self._inference_options(), state=state,
+                                      jitter=jitter)
+        optimum = None
+        try:
+            if self.optimizer is not None and kernel.n_dims > 0:
+                priors = self._priors_for(kernel)
+                optimum = maximize_evidence(
+                    objective, kernel.theta, kernel.bounds, optimizer=self.optimizer,
+                    n_restarts=self.n_restarts_optimizer,
+                    random_state=self.random_state, priors=priors,
+                    verbose=self.verbose)
+                kernel.theta = optimum.theta
+                kernel._check_bounds_params()
+            result, _ = objective.infer(kernel.theta, compute_gradient=False)
+        except NotPositiveDefiniteError as exc:
+            raise NotPositiveDefiniteError(
+                f"The kernel {kernel!r} gives a covariance matrix that is not positive "
+                f"semi-definite on the training data: {exc}") from exc
+
+        self.kernel_ = kernel
+        self.likelihood_ = likelihood
+        self.X_train_ = X_train
+        self.y_train_ = y01
+        self.classes_ = classes
+        self.jitter_ = jitter
+        self.posterior_ = result.posterior
+        self.log_marginal_likelihood_value_ = float(result.log_evidence)
+        self.inference_info_ = result.info
+        self.optimizer_result_ = optimum
+        self._warm_state = (key, result.state)
+        return self
+
+    def _priors_for(self, kernel):
+        """Translate ``priors`` (dict by hyperparameter name, or a sequence aligned
+        with theta) into a list aligned with theta."""
+        if self.priors is None:
+            return None
+        names = [h.name for h in kernel.hyperparameters if not h.fixed]
+        sizes = [h.n_elements for h in kernel.hyperparameters if not h.fixed]
+        if isinstance(self.priors, dict):
+            unknown = set(self.priors) - set(names)
+            if unknown:
+                raise ValueError(f"priors names unknown hyperparameters {sorted(unknown)}"
+                                 f"; the free ones are {names}.")
+            out = []
+            for name, size in zip(names, sizes):
+                out.extend([self.priors.get(name)] * size)
+            return out
+        out = list(self.priors)
+        if len(out) != len(kernel.theta):
+            raise ValueError(f"priors has {len(out)} entries; the kernel has "
+                             f"{len(kernel.theta)} free log-hyperparameters.")
+        return out
+
+    def _cross(self, X):
+        return (np.asarray(self.kernel_(self.X_train_, X), dtype=np.float64),
+                np.asarray(self.kernel_.diag(X), dtype=np.float64))
+
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent function at X."""
+        check_is_fitted(self)
+        K_cross, k_diag = self._cross(X)
+        return self.posterior_.latent_mean_and_variance(K_cross, k_diag)
+
+    def predict(self, X):
+        """Class with the larger posterior probability (the sign of the latent mean)."""
+        check_is_fitted(self)
+        mean = self.posterior_.latent_mean(np.asarray(self.kernel_(self.X_train_, X)))
+        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+
+    def predict_proba(self, X):
+        """Probabilities of the two classes, columns in the order of ``classes_``."""
+        mean, var = self.latent_mean_and_variance(X)
+        p1 = np.clip(self.likelihood_.predict(mean, var), 0.0, 1.0)
+        return np.column_stack([1.0 - p1, p1])
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Log evidence at kernel hyperparameters theta (fitted ones if None)."""
+        check_is_fitted(self)
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != self.kernel_.theta.shape:
+            raise ValueError(f"theta must have shape {self.kernel_.theta.shape}, got "
+                             f"{theta.shape}.")
+        kernel = self.kernel_.clone_with_theta(theta) if clone_kernel else self.kernel_
+        if not clone_kernel:
+            kernel.theta = theta
+        objective = EvidenceObjective(
+            kernel, self.X_train_, 2.0 * self.y_train_ - 1.0, self.likelihood_,
+            self.method, self._inference_options(), state=self._warm_state[1],
+            jitter=self.jitter_)
+        if eval_gradient:
+            return objective(theta)
+        result, _ = objective.infer(theta, compute_gradient=False)
+        return result.log_evidence
+
+
+class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
+    """Gaussian process classification with a choice of approximate inference.
+
+    A drop-in for :class:`sklearn.gaussian_process.GaussianProcessClassifier`: the
+    same parameters with the same defaults and meaning, the same fitted attributes
+    and methods, plus ``method`` (the inference approximation) and ``likelihood``.
+    Evidence gradients are exact (including the implicit term through the Laplace
+    mode), the mode is converged tightly so the evidence is smooth, and the
+    optimiser warm-starts each inference from the previous one.
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        Any scikit-learn kernel or :mod:`gpc.kernels` kernel. None means
+        ``1.0 * RBF(1.0)`` with both hyperparameters fixed (scikit-learn's default).
+    optimizer : "fmin_l_bfgs_b", callable or None, default="fmin_l_bfgs_b"
+        Maximises the log evidence over the kernel's log-hyperparameters; a callable
+        has the signature ``optimizer(obj_func, initial_theta, bounds) ->
+        (theta_opt, func_min)``. None keeps the kernel's hyperparameters.
+    n_restarts_optimizer : int, default=0
+        Extra optimiser starts drawn uniformly within the log-bounds.
+    max_iter_predict : int, default=100
+        Maximum number of iterations of the inference (Newton steps for Laplace).
+    warm_start : bool, default=False
+        Start the inference of a refit on the same data from the previous fit's state.
+        (Within one fit, evaluations are always warm-started.)
+    copy_X_train : bool, default=True
+        Store a copy of the training inputs.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the optimiser's random restarts.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default="one_vs_rest"
+        How more than two classes are handled.
+    n_jobs : int, default=None
+        Parallel jobs for the multi-class binary problems.
+    method : str, default="laplace"
+        Approximate inference method (see :func:`gpc.available_methods`).
+    likelihood : str or Likelihood, default="logit"
+        "logit", "probit", or a :mod:`gpc.likelihoods` object.
+    priors : dict or sequence, default=None
+        Priors on log-hyperparameters added to the optimised objective: a dict
+        mapping hyperparameter names (e.g. ``"k2__length_scale"``) to
+        :class:`gpc.LogNormalPrior` / :class:`gpc.GammaPrior`, or a sequence aligned
+        with ``kernel.theta``.
+    verbose : int, default=0
+        Progress of the optimisation: 1 per start, 2 per evaluation.
+
+    Attributes
+    ----------
+    base_estimator_ : estimator
+        The binary classifier, or the one-vs-rest / one-vs-one wrapper around it.
+    kernel_ : kernel
+        The kernel with the fitted hyperparameters (a CompoundKernel for more than two
+        classes).
+    log_marginal_likelihood_value_ : float
+        Log evidence at the fitted hyperparameters (mean over the binary problems for
+        more than two classes).
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from gpc import GaussianProcessClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> gpc = GaussianProcessClassifier(1.0 * RBF(1.0), random_state=0).fit(X, y)
+    >>> round(gpc.score(X, y), 4)
+    0.9867
+    >>> gpc.predict_proba(X[:1, :]).round(2)
+    array([[0.83, 0.03, 0.14]])
+    """
+
+    def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
+                 max_iter_predict=100, warm_start=False, copy_X_train=True,
+                 random_state=None, multi_class="one_vs_rest", n_jobs=None,
+                 method=_DEFAULT_METHOD, likelihood="logit", priors=None, verbose=0):
+        self.kernel = kernel
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter_predict = max_iter_predict
+        self.warm_start = warm_start
+        self.copy_X_train = copy_X_train
+        self.random_state = random_state
+        self.multi_class = multi_class
+        self.n_jobs = n_jobs
+        self.method = method
+        self.likelihood = likelihood
+        self.priors = priors
+        self.verbose = verbose
+
+    def _vector_input(self):
+        return self.kernel is None or self.kernel.requires_vector_input
+
+    def _validate_X(self, X, y=None):
+        kw = (dict(ensure_2d=True, dtype="numeric") if self._vector_input()
+              else dict(ensure_2d=False, dtype=None))
+        if y is None:
+            return validate_data(self, X, reset=False, **kw)
+        return validate_data(self, X, y, multi_output=False, **kw)
+
+    def fit(self, X, y):
+        """Fit the Gaussian process classifier.
+
+        Nothing on the estimator changes unless fitting succeeds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Target classes (any two or more labels).
+
+        Returns
+        -------
+        self : object
+        """
+        if isinstance(self.kernel, CompoundKernel):
+            raise ValueError("kernel cannot be a CompoundKernel")
+        if self.kernel is not None:
+            as_kernel(self.kernel)
+        if self.multi_class not in ("one_vs_rest", "one_vs_one"):
+            raise ValueError(f"Unknown multi-class mode {self.multi_class!r}; use "
+                             "'one_vs_rest' or 'one_vs_one'.")
+        # validate_data sets n_features_in_; keep the old value until fit succeeds.
+        saved = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
+                 if k in self.__dict__}
+        try:
+            X, y = self._validate_X(X, y)
+            classes = np.unique(y)
+            if classes.size == 1:
+                raise ValueError(
+                    "GaussianProcessClassifier requires 2 or more distinct classes; got "
+                    f"1 class (only class {classes[0]} is present)")
+            binary = _BinaryGaussianProcessClassifier(
+                kernel=self.kernel, optimizer=self.optimizer,
+                n_restarts_optimizer=self.n_restarts_optimizer,
+                max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
+                copy_X_train=self.copy_X_train, random_state=self.random_state,
+                method=self.method, likelihood=self.likelihood, priors=self.priors,
+                verbose=self.verbose)
+            if self.warm_start and getattr(self, "base_estimator_", None) is not None \
+                    and classes.size == 2 and hasattr(self.base_estimator_, "_warm_state"):
+                binary._warm_state = self.base_estimator_._warm_state
+            if classes.size > 2:
+                wrapper = (OneVsRestClassifier if self.multi_class == "one_vs_rest"
+                           else OneVsOneClassifier)
+                base = wrapper(binary, n_jobs=self.n_jobs)
+            else:
+                base = binary
+            base.fit(X, y)
+            if classes.size > 2:
+                lml = float(np.mean([e.log_marginal_likelihood()
+                                     for e in base.estimators_]))
+            else:
+                lml = base.log_marginal_likelihood()
+        except BaseException:
+            for k in ("n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(k, None)
+            self.__dict__.update(saved)
+            raise
+        self.base_estimator_ = base
+        self.classes_ = classes
+        self.n_classes_ = classes.size
+        self.log_marginal_likelihood_value_ = lml
+        return self
+
+    def predict(self, X):
+        """Predict class labels for X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+
+        Returns
+        -------
+        C : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        return self.base_estimator_.predict(self._validate_X(X))
+
+    def predict_proba(self, X):
+        """Class probabilities for X, columns in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+
+        Returns
+        -------
+        C : ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
+            raise ValueError("one_vs_one multi-class mode does not support predicting "
+                             "probability estimates. Use one_vs_rest mode instead.")
+        return self.base_estimator_.predict_proba(self._validate_X(X))
+
+    @property
+    def kernel_(self):
+        """The fitted kernel (a CompoundKernel of the binary ones for > 2 classes)."""
+        if self.n_classes_ == 2:
+            return self.base_estimator_.kernel_
+        return CompoundKernel([e.kernel_ for e in self.base_estimator_.estimators_])
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Log evidence of kernel hyperparameters theta for the training data.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-hyperparameters; None returns the value at the fitted ones. For more
+            than two classes, theta may be one kernel's (shared by all binary
+            problems) or the compound kernel's, and the mean is returned.
+        eval_gradient : bool, default=False
+            Also return the gradient (binary problems only).
+        clone_kernel : bool, default=True
+            Evaluate on a copy of the kernel (False sets ``kernel_.theta``).
+
+        Returns
+        -------
+        log_likelihood : float
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
+        """
+        check_is_fitted(self)
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta, dtype=np.float64)
+        if self.n_classes_ == 2:
+            return self.base_estimator_.log_marginal_likelihood(
+                theta, eval_gradient, clone_kernel=clone_kernel)
+        if eval_gradient:
+            raise NotImplementedError("Gradient of log-marginal-likelihood not "
+                                      "implemented for multi-class GPC.")
+        estimators = self.base_estimator_.estimators_
+        n_dims = estimators[0].kernel_.n_dims
+        if theta.shape[0] == n_dims:
+            parts = [theta] * len(estimators)
+        elif theta.shape[0] == n_dims * len(estimators):
+            parts = [theta[n_dims * i:n_dims * (i + 1)] for i in range(len(estimators))]
+        else:
+            raise ValueError(f"Shape of theta must be either {n_dims} or "
+                             f"{n_dims * len(estimators)}. Obtained theta with shape "
+                             f"{theta.shape[0]}.")
+        return float(np.mean([e.log_marginal_likelihood(t, clone_kernel=clone_kernel)
+                              for e, t in zip(estimators, parts)]))
+
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent function at X (binary problems only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+
+        Returns
+        -------
+        latent_mean, latent_var : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        if self.n_classes_ > 2:
+            raise ValueError("Returning the mean and variance of the latent function f "
+                             "is only supported for binary classification, received "
+                             f"{self.n_classes_} classes.")
+        return self.base_estimator_.latent_mean_and_variance(self._validate_X(X))

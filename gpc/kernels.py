@@ -1,1 +1,1655 @@
-"""Placeholder."""
+"""Covariance functions (kernels) with fast gradient contraction.
+
+Every kernel in this module *is* a scikit-learn kernel: it subclasses
+:class:`sklearn.gaussian_process.kernels.Kernel`, stores its
+hyperparameters as :class:`~sklearn.gaussian_process.kernels.Hyperparameter`
+objects (positive values, exposed in log space through ``theta`` and
+``bounds``; ``"fixed"`` bounds remove a hyperparameter from ``theta``) and
+supports ``clone_with_theta``, ``get_params``/``set_params``,
+``__call__(X, Y=None, eval_gradient=False)``, ``diag``, pickling and
+:func:`sklearn.base.clone`.  gpc kernels can therefore be passed to
+scikit-learn's Gaussian process estimators, and scikit-learn kernels can be
+used everywhere gpc expects a kernel.
+
+What gpc adds is **contraction**.  Inference works on the kernel matrix
+``K = k(X)`` and returns ``dK``, the derivative of the log evidence with
+respect to ``K`` (an ``n x n`` matrix).  The gradient with respect to the
+log-hyperparameters is then
+
+.. math::
+
+    g_p = \\frac{\\partial}{\\partial \\theta_p}
+          \\sum_{ij} dK_{ij} \\, K_{ij}(\\theta),
+
+computed by :func:`contract` (or the ``contract`` method of gpc kernels)
+without forming the ``n x n x p`` tensor ``kernel(X, eval_gradient=True)[1]``.
+For an ARD squared exponential this costs one ``n x n`` elementwise product
+and one ``(n x n) @ (n x d)`` matrix product.
+
+``dK`` is normally symmetric (inference returns a symmetric matrix), but this
+is not required: every formula here uses both row and column sums, so the
+result is the exact gradient of ``sum(dK * K(X))`` for any square ``dK``
+(only the symmetric part of ``dK`` matters because ``K(X)`` is symmetric).
+
+Kernels
+-------
+SquaredExponential, Matern, Constant, White, Linear, Polynomial, and the
+composites Sum, Product and Exponentiation (produced by ``+``, ``*`` and
+``**``; a scalar ``c * k`` becomes ``Product(Constant(c), k)``).
+:func:`paper_kernel` builds ``theta1 * SE_ARD + theta2 + jitter * delta``.
+
+Numerics
+--------
+Squared distances are computed with BLAS as
+``|z_i|^2 + |z_j|^2 - 2 z_i . z_j`` on inputs centred at their mean and
+divided by the length scales, clipped at zero; ``K(X)`` is exactly
+symmetric with an exactly zero-distance diagonal.  Dot products are computed
+as ``X @ Y.T``.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.gaussian_process import kernels as _sk
+from sklearn.gaussian_process.kernels import Hyperparameter
+
+__all__ = [
+    "Kernel",
+    "Hyperparameter",
+    "SquaredExponential",
+    "Matern",
+    "Constant",
+    "White",
+    "Linear",
+    "Polynomial",
+    "Sum",
+    "Product",
+    "Exponentiation",
+    "paper_kernel",
+    "contract",
+    "is_psd_by_construction",
+    "as_kernel",
+]
+
+_DEFAULT_BOUNDS = (1e-5, 1e5)
+_SQRT3 = np.sqrt(3.0)
+_SQRT5 = np.sqrt(5.0)
+
+
+# ---------------------------------------------------------------------------
+# Input validation
+# ---------------------------------------------------------------------------
+
+
+def _check_X(X, name="X"):
+    """Return X as a finite 2-D float64 array or raise a clear error."""
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be a 2-D numeric array of shape (n_samples, n_features); "
+            f"could not convert {type(X).__name__} to float: {exc}"
+        ) from None
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_features); got an "
+            f"array with {arr.ndim} dimension(s) and shape {arr.shape}. Use "
+            f"{name}.reshape(-1, 1) for a single feature or {name}.reshape(1, -1) "
+            "for a single sample."
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return arr
+
+
+def _check_XY(X, Y):
+    X = _check_X(X, "X")
+    if Y is None:
+        return X, None
+    Y = _check_X(Y, "Y")
+    if Y.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"X and Y must have the same number of features; got {X.shape[1]} "
+            f"and {Y.shape[1]}."
+        )
+    return X, Y
+
+
+def _num_samples(X):
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) > 0:
+        return shape[0]
+    return len(X)
+
+
+def _check_square(A, n, name):
+    """Return A as an (n, n) float64 array with finite entries."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.shape != (n, n):
+        raise ValueError(
+            f"{name} must have shape ({n}, {n}) to match X with {n} samples; "
+            f"got shape {A.shape}."
+        )
+    # A single reduction is much cheaper than np.isfinite on n^2 entries; the
+    # full check only runs when the sum is not finite.
+    if not np.isfinite(A.sum()) and not np.isfinite(A).all():
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return A
+
+
+def _positive_scalar(value, name, owner):
+    """Validate a positive finite scalar; return it as float."""
+    if isinstance(value, bool):
+        raise TypeError(f"{owner}: {name} must be a positive number, got {value!r}.")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{owner}: {name} must be a positive number, got {value!r}."
+        ) from None
+    if arr.size != 1:
+        raise ValueError(f"{owner}: {name} must be a scalar, got shape {arr.shape}.")
+    v = float(arr.reshape(-1)[0])
+    if not (np.isfinite(v) and v > 0.0):
+        raise ValueError(f"{owner}: {name} must be finite and > 0, got {value!r}.")
+    return v
+
+
+def _length_scale_array(value, owner):
+    """Validate a length scale; return a float (isotropic) or 1-D array."""
+    try:
+        ls = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{owner}: length_scale must be a positive number or a 1-D array of "
+            f"positive numbers, got {value!r}."
+        ) from None
+    if ls.ndim > 1:
+        ls = np.squeeze(ls)
+        if ls.ndim > 1:
+            raise ValueError(
+                f"{owner}: length_scale must be a scalar or 1-D, got shape "
+                f"{np.shape(value)}."
+            )
+    if ls.size == 0:
+        raise ValueError(f"{owner}: length_scale must not be empty.")
+    if not (np.isfinite(ls).all() and (ls > 0).all()):
+        raise ValueError(
+            f"{owner}: length_scale must be finite and > 0, got {value!r}."
+        )
+    if ls.size == 1:
+        return float(ls.reshape(-1)[0])
+    return ls
+
+
+def _length_scale_for(value, X, owner):
+    """Length scale checked against the number of features of X."""
+    ls = _length_scale_array(value, owner)
+    if np.ndim(ls) == 1 and ls.shape[0] != X.shape[1]:
+        raise ValueError(
+            f"{owner} has {ls.shape[0]} length scales (ARD) but X has "
+            f"{X.shape[1]} features; give one length scale per feature or a "
+            "scalar."
+        )
+    return ls
+
+
+def _is_anisotropic(length_scale):
+    return bool(np.iterable(length_scale) and len(length_scale) > 1)
+
+
+def _length_scale_hyperparameter(length_scale, bounds):
+    if _is_anisotropic(length_scale):
+        return Hyperparameter("length_scale", "numeric", bounds, len(length_scale))
+    return Hyperparameter("length_scale", "numeric", bounds)
+
+
+def _fmt_length_scale(length_scale):
+    if _is_anisotropic(length_scale):
+        return "[" + ", ".join("{0:.3g}".format(v) for v in length_scale) + "]"
+    return "{0:.3g}".format(float(np.ravel(length_scale)[0]))
+
+
+def as_kernel(obj):
+    """Check that ``obj`` is a scikit-learn kernel instance and return it.
+
+    Parameters
+    ----------
+    obj : object
+        Candidate kernel.  Any instance of
+        :class:`sklearn.gaussian_process.kernels.Kernel` is accepted, which
+        includes every kernel of this module.
+
+    Returns
+    -------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        ``obj`` itself (no copy is made).
+
+    Raises
+    ------
+    TypeError
+        If ``obj`` is not a kernel instance (for example a kernel *class*, a
+        number or a callable).
+
+    Examples
+    --------
+    >>> from gpc.kernels import as_kernel, SquaredExponential
+    >>> k = SquaredExponential()
+    >>> as_kernel(k) is k
+    True
+    >>> as_kernel(lambda x, y: x @ y.T)
+    Traceback (most recent call last):
+    ...
+    TypeError: expected a scikit-learn kernel ...
+    """
+    if isinstance(obj, _sk.Kernel):
+        return obj
+    if isinstance(obj, type) and issubclass(obj, _sk.Kernel):
+        raise TypeError(
+            f"expected a scikit-learn kernel instance, got the class "
+            f"{obj.__name__}; did you mean {obj.__name__}()?"
+        )
+    raise TypeError(
+        "expected a scikit-learn kernel (an instance of "
+        "sklearn.gaussian_process.kernels.Kernel, e.g. "
+        f"gpc.kernels.SquaredExponential()), got {type(obj).__name__}: {obj!r}. "
+        "Numbers can be turned into kernels with gpc.kernels.Constant(value)."
+    )
+
+
+# ---------------------------------------------------------------------------
+# Shared numerical core (used by gpc kernels and by the scikit-learn fast paths)
+# ---------------------------------------------------------------------------
+
+
+def _scaled_inputs(X, Y, length_scale):
+    """Centre the inputs (common shift) and divide by the length scales."""
+    if Y is None:
+        shift = X.mean(axis=0)
+        return (X - shift) / length_scale, None
+    shift = (X.sum(axis=0) + Y.sum(axis=0)) / (X.shape[0] + Y.shape[0])
+    return (X - shift) / length_scale, (Y - shift) / length_scale
+
+
+def _neg_half_sqdist(Z, ZY=None):
+    """``-0.5 * |z_i - y_j|^2`` via BLAS, clipped at zero (result <= 0).
+
+    Computed as ``z_i . y_j - (h_i + h'_j)`` with ``h = |z|^2 / 2`` and
+    ``h' = |y|^2 / 2``.  For
+    ``ZY is None`` the result is exactly symmetric with a zero diagonal:
+    ``Z @ Z.T`` is symmetric (numpy uses BLAS syrk) and ``h_i + h_j`` is a
+    single commutative addition.  Scaling by 1/2 is exact, so this is
+    exactly ``-0.5 * ((|z_i|^2 + |z_j|^2) - 2 z_i . z_j)``.
+    """
+    h = np.einsum("ij,ij->i", Z, Z)
+    h *= 0.5
+    if ZY is None:
+        E = Z @ Z.T
+        S = np.add.outer(h, h)
+    else:
+        hy = np.einsum("ij,ij->i", ZY, ZY)
+        hy *= 0.5
+        E = Z @ ZY.T
+        S = np.add.outer(h, hy)
+    E -= S
+    del S
+    np.minimum(E, 0.0, out=E)
+    if ZY is None:
+        np.fill_diagonal(E, 0.0)
+    return E
+
+
+def _sqdist(Z, ZY=None):
+    """Squared Euclidean distances (>= 0, exact zero diagonal if ZY is None)."""
+    D = _neg_half_sqdist(Z, ZY)
+    D *= -2.0
+    return D
+
+
+def _se_matrix(Z, ZY, variance):
+    """``variance * exp(-0.5 * |z_i - y_j|^2)`` with a single n x m buffer."""
+    K = _neg_half_sqdist(Z, ZY)
+    np.exp(K, out=K)
+    if variance != 1.0:
+        K *= variance
+    return K
+
+
+def _pairwise_sqdiff(Z):
+    """The (n, n, d) tensor (z_ik - z_jk)^2 (only for eval_gradient)."""
+    diff = Z[:, np.newaxis, :] - Z[np.newaxis, :, :]
+    diff *= diff
+    return diff
+
+
+def _weighted_sqdist_sum(Z, W, anisotropic):
+    """``sum_ij W_ij (z_ik - z_jk)^2`` for every k (ARD) or summed over k.
+
+    ``W`` is scratch owned by the caller (its diagonal is overwritten); it
+    need not be symmetric.  Uses the identity
+
+        sum_ij W_ij (z_ik - z_jk)^2
+            = sum_i (r_i + c_i) z_ik^2 - 2 * sum_i z_ik (W Z)_ik
+
+    with r, c the row and column sums of W, i.e. one GEMM ``W @ Z``.  Pairs
+    on the diagonal contribute exactly zero and are removed first, which
+    avoids the largest cancellation (the inputs are also centred).
+
+    Returns ``(g, total)`` with ``total = sum(W)`` (computed on the way).
+    """
+    total = np.trace(W)
+    np.fill_diagonal(W, 0.0)
+    r = W.sum(axis=1)
+    total += r.sum()
+    s = W.sum(axis=0)
+    s += r
+    WZ = W @ Z
+    g = s @ (Z * Z)
+    g -= 2.0 * np.einsum("ik,ik->k", Z, WZ)
+    if not anisotropic:
+        g = np.array([g.sum()])
+    return g, total
+
+
+def _se_contract(X, length_scale, variance, dK, K, want_ls, want_var):
+    """Contraction for ``variance * exp(-0.5 * sum_k (x_k - x'_k)^2 / l_k^2)``.
+
+    The single implementation of the squared-exponential maths, shared by
+    :class:`SquaredExponential`, scikit-learn's ``RBF`` and ``Matern(nu=inf)``.
+
+    ``K`` (optional) is the full kernel matrix including ``variance``.
+    Returns ``(g_length_scale, g_variance)`` (``None`` where not wanted).
+    With ``M = dK * K``: ``g_variance = sum(M)`` and
+    ``g_length_scale[k] = sum_ij M_ij (x_ik - x_jk)^2 / l_k^2``.
+    """
+    if not want_ls:
+        if K is None:
+            Z, _ = _scaled_inputs(X, None, length_scale)
+            K = _se_matrix(Z, None, variance)
+        return None, (np.array([np.vdot(dK, K)]) if want_var else None)
+    Z, _ = _scaled_inputs(X, None, length_scale)
+    if K is None:
+        W = _se_matrix(Z, None, variance)  # owned: becomes M in place
+        W *= dK
+    else:
+        W = dK * K
+    g_ls, total = _weighted_sqdist_sum(Z, W, np.ndim(length_scale) == 1)
+    return g_ls, (np.array([total]) if want_var else None)
+
+
+def _matern_f(r, nu):
+    """Unit-variance Matern correlation as a function of the scaled distance."""
+    if nu == 0.5:
+        return np.exp(-r)
+    if nu == 1.5:
+        a = _SQRT3 * r
+        out = np.exp(-a)
+        out *= 1.0 + a
+        return out
+    a = _SQRT5 * r
+    out = np.exp(-a)
+    out *= 1.0 + a + a * a / 3.0
+    return out
+
+
+def _matern_weight(r, nu):
+    """``-f'(r) / r`` so that ``dK/dlog l_k = variance * weight * d_k^2``."""
+    if nu == 0.5:
+        out = np.zeros_like(r)
+        np.divide(np.exp(-r), r, out=out, where=r > 0)
+        return out
+    if nu == 1.5:
+        out = np.exp(-_SQRT3 * r)
+        out *= 3.0
+        return out
+    a = _SQRT5 * r
+    out = np.exp(-a)
+    out *= (5.0 / 3.0) * (1.0 + a)
+    return out
+
+
+def _matern_contract(X, length_scale, variance, nu, dK, K, want_ls, want_var):
+    """Contraction for the Matern kernel with nu in {0.5, 1.5, 2.5, inf}.
+
+    Shared by :class:`Matern` and scikit-learn's ``Matern``.  Same structure
+    as the SE case with ``M = dK * variance * (-f'(r) / r)``.
+    """
+    if nu == np.inf:
+        return _se_contract(X, length_scale, variance, dK, K, want_ls, want_var)
+    Z, _ = _scaled_inputs(X, None, length_scale)
+    r = _sqdist(Z)
+    np.sqrt(r, out=r)
+    g_ls = g_var = None
+    if want_var:
+        if K is None:
+            g_var = np.array([variance * np.vdot(dK, _matern_f(r, nu))])
+        else:
+            g_var = np.array([np.vdot(dK, K)])
+    if want_ls:
+        W = _matern_weight(r, nu)
+        W *= dK
+        if variance != 1.0:
+            W *= variance
+        if np.ndim(length_scale) == 1:
+            del r
+            g_ls, _ = _weighted_sqdist_sum(Z, W, True)
+        else:
+            # isotropic: sum(W * r^2) directly (r is at hand; no cancellation)
+            r *= r
+            g_ls = np.array([np.vdot(W, r)])
+    return g_ls, g_var
+
+
+def _matern_gradient_tensor(Z, D, variance, nu, anisotropic):
+    W = _matern_weight(np.sqrt(D), nu) * variance
+    if anisotropic:
+        return W[:, :, np.newaxis] * _pairwise_sqdiff(Z)
+    return (W * D)[:, :, np.newaxis]
+
+
+def _contract_fallback(kernel, X, dK):
+    """Generic path: build the gradient tensor and contract it."""
+    _, K_gradient = kernel(X, eval_gradient=True)
+    K_gradient = np.asarray(K_gradient, dtype=np.float64)
+    n = dK.shape[0]
+    if K_gradient.ndim != 3 or K_gradient.shape[:2] != (n, n):
+        raise ValueError(
+            f"{kernel!r}(X, eval_gradient=True) returned a gradient of shape "
+            f"{K_gradient.shape}; expected ({n}, {n}, n_dims)."
+        )
+    return np.tensordot(dK, K_gradient, axes=([0, 1], [0, 1]))
+
+
+def _ordered(kernel, parts):
+    """Concatenate per-hyperparameter parts in scikit-learn's theta order."""
+    out = [
+        np.atleast_1d(parts[h.name]) for h in kernel.hyperparameters if not h.fixed
+    ]
+    if not out:
+        return np.zeros(0)
+    return np.concatenate(out)
+
+
+def _ordered_tensor(kernel, parts, n):
+    """Stack per-hyperparameter (n, n[, k]) gradients in theta order."""
+    out = []
+    for h in kernel.hyperparameters:
+        if h.fixed:
+            continue
+        g = parts[h.name]
+        out.append(g if g.ndim == 3 else g[:, :, np.newaxis])
+    if not out:
+        return np.empty((n, n, 0))
+    if len(out) == 1:
+        return out[0]
+    return np.concatenate(out, axis=2)
+
+
+# ---------------------------------------------------------------------------
+# Base class
+# ---------------------------------------------------------------------------
+
+
+class Kernel(_sk.Kernel):
+    """Base class of gpc kernels: a scikit-learn kernel with ``contract``.
+
+    Subclasses implement the scikit-learn kernel interface (``__init__``
+    storing every parameter unchanged, ``hyperparameter_<name>`` properties,
+    ``__call__``, ``diag``, ``is_stationary``).  They may override
+    ``_contract(X, dK, K)`` with a fast contraction; the default builds the
+    gradient tensor with ``eval_gradient=True``.
+
+    The arithmetic operators return gpc composites, so composites keep fast
+    contraction: ``k1 + k2`` is :class:`Sum`, ``k1 * k2`` is
+    :class:`Product`, ``k ** p`` is :class:`Exponentiation`, and a number
+    ``c`` is wrapped as ``Constant(c)`` (``2.0 * k`` is
+    ``Product(Constant(2.0), k)``, ``k + 1.0`` is ``Sum(k, Constant(1.0))``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import SquaredExponential, Linear
+    >>> k = 2.0 * SquaredExponential(length_scale=0.5) + Linear()
+    >>> k
+    Constant(value=2) * SquaredExponential(length_scale=0.5, variance=1) + Linear(variance=1)
+    >>> X = np.array([[0.0], [1.0], [2.0]])
+    >>> dK = np.ones((3, 3))
+    >>> k.contract(X, dK).shape == k.theta.shape
+    True
+    """
+
+    # numpy must not try to broadcast over kernels in ``np.float64(2) * k``;
+    # returning NotImplemented lets Python call Kernel.__rmul__.
+    __array_ufunc__ = None
+
+    def contract(self, X, dK, K=None):
+        """Gradient of ``sum(dK * self(X))`` with respect to ``self.theta``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        dK : array-like of shape (n_samples, n_samples)
+            Derivative of the objective with respect to ``K = self(X)``;
+            usually symmetric, but any square matrix is handled exactly.
+        K : array-like of shape (n_samples, n_samples), optional
+            ``self(X)`` if it has already been computed; saves work for
+            kernels whose gradient reuses ``K`` (e.g. the squared
+            exponential).
+
+        Returns
+        -------
+        grad : ndarray of shape (n_dims,)
+            Gradient with respect to the log-hyperparameters, in the order
+            of ``self.theta`` (fixed hyperparameters are excluded).
+
+        See Also
+        --------
+        gpc.kernels.contract : the same for any scikit-learn kernel.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gpc.kernels import SquaredExponential
+        >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+        >>> k = SquaredExponential(length_scale=[1.0, 2.0], variance=2.0)
+        >>> dK = np.array([[0.0, 1.0], [1.0, 0.0]])
+        >>> k.contract(X, dK)  # d/dlog l1, d/dlog l2, d/dlog variance
+        array([1.47151776, 1.47151776, 1.47151776])
+        """
+        return contract(self, X, dK, K)
+
+    def _contract(self, X, dK, K):
+        return _contract_fallback(self, X, dK)
+
+    def __add__(self, b):
+        if isinstance(b, _sk.Kernel):
+            return Sum(self, b)
+        if isinstance(b, numbers.Real):
+            return Sum(self, Constant(b))
+        return NotImplemented
+
+    def __radd__(self, b):
+        if isinstance(b, _sk.Kernel):
+            return Sum(b, self)
+        if isinstance(b, numbers.Real):
+            return Sum(Constant(b), self)
+        return NotImplemented
+
+    def __mul__(self, b):
+        if isinstance(b, _sk.Kernel):
+            return Product(self, b)
+        if isinstance(b, numbers.Real):
+            return Product(self, Constant(b))
+        return NotImplemented
+
+    def __rmul__(self, b):
+        if isinstance(b, _sk.Kernel):
+            return Product(b, self)
+        if isinstance(b, numbers.Real):
+            return Product(Constant(b), self)
+        return NotImplemented
+
+    def __pow__(self, b):
+        if isinstance(b, numbers.Real):
+            return Exponentiation(self, b)
+        return NotImplemented
+
+
+# ---------------------------------------------------------------------------
+# Base kernels
+# ---------------------------------------------------------------------------
+
+
+class SquaredExponential(Kernel):
+    """Squared exponential (RBF) kernel with a variance, optionally ARD.
+
+    .. math::
+
+        k(x, x') = \\sigma^2 \\exp\\Big(-\\frac12 \\sum_k
+                   \\frac{(x_k - x'_k)^2}{\\ell_k^2}\\Big)
+
+    Equal to scikit-learn's ``ConstantKernel(variance) * RBF(length_scale)``
+    but with its own parametrisation (``theta = [log l..., log variance]``)
+    and an ``O(n^2 d)`` :meth:`contract`.
+
+    Parameters
+    ----------
+    length_scale : float or array-like of shape (n_features,), default=1.0
+        Length scale(s) ``l``.  An array with one entry per input dimension
+        gives automatic relevance determination (ARD).
+    variance : float, default=1.0
+        Signal variance ``sigma^2`` (the value of ``k(x, x)``).
+    length_scale_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+        Bounds on the length scale(s); ``"fixed"`` removes them from
+        ``theta``.
+    variance_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+        Bounds on the variance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import SquaredExponential
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> k = SquaredExponential(length_scale=[1.0, 2.0], variance=2.0)
+    >>> k(X)
+    array([[2.        , 0.73575888],
+           [0.73575888, 2.        ]])
+    >>> k.theta  # log length scales, then log variance
+    array([0.        , 0.69314718, 0.69314718])
+    """
+
+    def __init__(
+        self,
+        length_scale=1.0,
+        variance=1.0,
+        length_scale_bounds=_DEFAULT_BOUNDS,
+        variance_bounds=_DEFAULT_BOUNDS,
+    ):
+        _length_scale_array(length_scale, type(self).__name__)
+        _positive_scalar(variance, "variance", type(self).__name__)
+        self.length_scale = length_scale
+        self.variance = variance
+        self.length_scale_bounds = length_scale_bounds
+        self.variance_bounds = variance_bounds
+
+    @property
+    def anisotropic(self):
+        """Whether there is one length scale per input dimension (ARD)."""
+        return _is_anisotropic(self.length_scale)
+
+    @property
+    def hyperparameter_length_scale(self):
+        return _length_scale_hyperparameter(self.length_scale, self.length_scale_bounds)
+
+    @property
+    def hyperparameter_variance(self):
+        return Hyperparameter("variance", "numeric", self.variance_bounds)
+
+    def _values(self, X):
+        name = type(self).__name__
+        return (
+            _length_scale_for(self.length_scale, X, name),
+            _positive_scalar(self.variance, "variance", name),
+        )
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Evaluate ``K(X, Y)`` and optionally its gradient.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+        Y : array-like of shape (n_samples_Y, n_features), optional
+            If None, ``K(X, X)`` is returned (exactly symmetric).
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to ``theta``
+            (only when ``Y`` is None).
+
+        Returns
+        -------
+        K : ndarray of shape (n_samples_X, n_samples_Y)
+        K_gradient : ndarray of shape (n_samples_X, n_samples_X, n_dims)
+            Only when ``eval_gradient`` is True.
+        """
+        X, Y = _check_XY(X, Y)
+        if eval_gradient and Y is not None:
+            raise ValueError("Gradient can only be evaluated when Y is None.")
+        ls, var = self._values(X)
+        Z, ZY = _scaled_inputs(X, Y, ls)
+        K = _se_matrix(Z, ZY, var)
+        if not eval_gradient:
+            return K
+        parts = {}
+        if not self.hyperparameter_length_scale.fixed:
+            if np.ndim(ls) == 1:
+                parts["length_scale"] = K[:, :, np.newaxis] * _pairwise_sqdiff(Z)
+            else:
+                parts["length_scale"] = K * _sqdist(Z)
+        if not self.hyperparameter_variance.fixed:
+            parts["variance"] = K.copy()
+        return K, _ordered_tensor(self, parts, X.shape[0])
+
+    def _contract(self, X, dK, K):
+        ls, var = self._values(X)
+        g_ls, g_var = _se_contract(
+            X,
+            ls,
+            var,
+            dK,
+            K,
+            not self.hyperparameter_length_scale.fixed,
+            not self.hyperparameter_variance.fixed,
+        )
+        return _ordered(self, {"length_scale": g_ls, "variance": g_var})
+
+    def diag(self, X):
+        """Diagonal of ``K(X)``: ``variance`` everywhere.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        K_diag : ndarray of shape (n_samples,)
+        """
+        X = _check_X(X)
+        _, var = self._values(X)
+        return np.full(X.shape[0], var)
+
+    def is_stationary(self):
+        """Returns True (the kernel depends on x - x' only)."""
+        return True
+
+    def __repr__(self):
+        return "{0}(length_scale={1}, variance={2:.3g})".format(
+            type(self).__name__, _fmt_length_scale(self.length_scale), self.variance
+        )
+
+
+class Matern(Kernel):
+    """Matern kernel with a variance, nu in {1.5, 2.5}, optionally ARD.
+
+    With the scaled distance ``r = sqrt(sum_k (x_k - x'_k)^2 / l_k^2)``:
+
+    * ``nu=1.5``: ``variance * (1 + sqrt(3) r) exp(-sqrt(3) r)``
+    * ``nu=2.5``: ``variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)``
+
+    Equal to scikit-learn's ``ConstantKernel(variance) * Matern(length_scale,
+    nu=nu)``.  ``nu`` is a fixed setting, not a hyperparameter.
+
+    Parameters
+    ----------
+    length_scale : float or array-like of shape (n_features,), default=1.0
+        Length scale(s); an array gives ARD.
+    variance : float, default=1.0
+        Signal variance (the value of ``k(x, x)``).
+    nu : {1.5, 2.5}, default=1.5
+        Smoothness.
+    length_scale_bounds, variance_bounds : pair of floats or "fixed"
+        Bounds, default ``(1e-5, 1e5)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import Matern
+    >>> X = np.array([[0.0], [1.0]])
+    >>> Matern(length_scale=1.0, nu=2.5)(X)
+    array([[1.        , 0.52399411],
+           [0.52399411, 1.        ]])
+    """
+
+    def __init__(
+        self,
+        length_scale=1.0,
+        variance=1.0,
+        nu=1.5,
+        length_scale_bounds=_DEFAULT_BOUNDS,
+        variance_bounds=_DEFAULT_BOUNDS,
+    ):
+        _length_scale_array(length_scale, "Matern")
+        _positive_scalar(variance, "variance", "Matern")
+        self._check_nu(nu)
+        self.length_scale = length_scale
+        self.variance = variance
+        self.nu = nu
+        self.length_scale_bounds = length_scale_bounds
+        self.variance_bounds = variance_bounds
+
+    @staticmethod
+    def _check_nu(nu):
+        if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or nu not in (
+            1.5,
+            2.5,
+        ):
+            raise ValueError(
+                f"Matern: nu must be 1.5 or 2.5, got {nu!r} (use "
+                "SquaredExponential for nu=inf or scikit-learn's Matern for "
+                "other values)."
+            )
+        return float(nu)
+
+    @property
+    def anisotropic(self):
+        """Whether there is one length scale per input dimension (ARD)."""
+        return _is_anisotropic(self.length_scale)
+
+    @property
+    def hyperparameter_length_scale(self):
+        return _length_scale_hyperparameter(self.length_scale, self.length_scale_bounds)
+
+    @property
+    def hyperparameter_variance(self):
+        return Hyperparameter("variance", "numeric", self.variance_bounds)
+
+    def _values(self, X):
+        return (
+            _length_scale_for(self.length_scale, X, "Matern"),
+            _positive_scalar(self.variance, "variance", "Matern"),
+            self._check_nu(self.nu),
+        )
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Evaluate ``K(X, Y)`` and optionally its gradient.
+
+        See :meth:`SquaredExponential.__call__` for the parameters.
+        """
+        X, Y = _check_XY(X, Y)
+        if eval_gradient and Y is not None:
+            raise ValueError("Gradient can only be evaluated when Y is None.")
+        ls, var, nu = self._values(X)
+        Z, ZY = _scaled_inputs(X, Y, ls)
+        D = _sqdist(Z, ZY)
+        K = _matern_f(np.sqrt(D), nu)
+        K *= var
+        if not eval_gradient:
+            return K
+        parts = {}
+        if not self.hyperparameter_length_scale.fixed:
+            parts["length_scale"] = _matern_gradient_tensor(
+                Z, D, var, nu, np.ndim(ls) == 1
+            )
+        if not self.hyperparameter_variance.fixed:
+            parts["variance"] = K.copy()
+        return K, _ordered_tensor(self, parts, X.shape[0])
+
+    def _contract(self, X, dK, K):
+        ls, var, nu = self._values(X)
+        g_ls, g_var = _matern_contract(
+            X,
+            ls,
+            var,
+            nu,
+            dK,
+            K,
+            not self.hyperparameter_length_scale.fixed,
+            not self.hyperparameter_variance.fixed,
+        )
+        return _ordered(self, {"length_scale": g_ls, "variance": g_var})
+
+    def diag(self, X):
+        """Diagonal of ``K(X)``: ``variance`` everywhere."""
+        X = _check_X(X)
+        return np.full(X.shape[0], self._values(X)[1])
+
+    def is_stationary(self):
+        """Returns True."""
+        return True
+
+    def __repr__(self):
+        return "{0}(length_scale={1}, variance={2:.3g}, nu={3:.3g})".format(
+            type(self).__name__,
+            _fmt_length_scale(self.length_scale),
+            self.variance,
+            self.nu,
+        )
+
+
+class Constant(Kernel):
+    """Constant (bias) kernel ``k(x, x') = value``.
+
+    Used as a bias term in sums and as a scale factor in products
+    (``c * k`` is ``Product(Constant(c), k)``).
+
+    Parameters
+    ----------
+    value : float, default=1.0
+        The constant covariance.
+    value_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import Constant
+    >>> Constant(2.0)(np.zeros((2, 3)))
+    array([[2., 2.],
+           [2., 2.]])
+    """
+
+    def __init__(self, value=1.0, value_bounds=_DEFAULT_BOUNDS):
+        _positive_scalar(value, "value", "Constant")
+        self.value = value
+        self.value_bounds = value_bounds
+
+    @property
+    def hyperparameter_value(self):
+        return Hyperparameter("value", "numeric", self.value_bounds)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Evaluate ``K(X, Y)`` (all entries ``value``) and optionally its gradient."""
+        X, Y = _check_XY(X, Y)
+        if eval_gradient and Y is not None:
+            raise ValueError("Gradient can only be evaluated when Y is None.")
+        c = _positive_scalar(self.value, "value", "Constant")
+        m = X.shape[0] if Y is None else Y.shape[0]
+        K = np.full((X.shape[0], m), c)
+        if not eval_gradient:
+            return K
+        parts = {"value": K.copy()} if not self.hyperparameter_value.fixed else {}
+        return K, _ordered_tensor(self, parts, X.shape[0])
+
+    def _contract(self, X, dK, K):
+        c = _positive_scalar(self.value, "value", "Constant")
+        return np.array([c * dK.sum()])
+
+    def diag(self, X):
+        """Diagonal of ``K(X)``: ``value`` everywhere."""
+        X = _check_X(X)
+        return np.full(X.shape[0], _positive_scalar(self.value, "value", "Constant"))
+
+    def is_stationary(self):
+        """Returns True."""
+        return True
+
+    def __repr__(self):
+        return "{0}(value={1:.3g})".format(type(self).__name__, self.value)
+
+
+class White(Kernel):
+    """White-noise kernel ``k(x, x') = noise * delta``.
+
+    Like scikit-learn's ``WhiteKernel``, ``K(X)`` is ``noise * I`` and
+    ``diag(X)`` is ``noise``, but ``K(X, Y)`` with an explicit ``Y`` is
+    zero (also when ``Y`` is ``X``): the delta is over sample *indices*, so
+    the term acts on the training covariance only (jitter / noise).
+
+    Parameters
+    ----------
+    noise : float, default=1.0
+        Noise variance.
+    noise_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import White
+    >>> White(0.1)(np.zeros((2, 1)))
+    array([[0.1, 0. ],
+           [0. , 0.1]])
+    """
+
+    def __init__(self, noise=1.0, noise_bounds=_DEFAULT_BOUNDS):
+        _positive_scalar(noise, "noise", "White")
+        self.noise = noise
+        self.noise_bounds = noise_bounds
+
+    @property
+    def hyperparameter_noise(self):
+        return Hyperparameter("noise", "numeric", self.noise_bounds)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Evaluate ``K(X)`` (``noise * I``) or ``K(X, Y)`` (zeros)."""
+        X, Y = _check_XY(X, Y)
+        if eval_gradient and Y is not None:
+            raise ValueError("Gradient can only be evaluated when Y is None.")
+        s = _positive_scalar(self.noise, "noise", "White")
+        if Y is not None:
+            return np.zeros((X.shape[0], Y.shape[0]))
+        K = s * np.eye(X.shape[0])
+        if not eval_gradient:
+            return K
+        parts = {"noise": K.copy()} if not self.hyperparameter_noise.fixed else {}
+        return K, _ordered_tensor(self, parts, X.shape[0])
+
+    def _contract(self, X, dK, K):
+        return np.array([_positive_scalar(self.noise, "noise", "White") * np.trace(dK)])
+
+    def diag(self, X):
+        """Diagonal of ``K(X)``: ``noise`` everywhere."""
+        X = _check_X(X)
+        return np.full(X.shape[0], _positive_scalar(self.noise, "noise", "White"))
+
+    def is_stationary(self):
+        """Returns True."""
+        return True
+
+    def __repr__(self):
+        return "{0}(noise={1:.3g})".format(type(self).__name__, self.noise)
+
+
+class Linear(Kernel):
+    """Linear (dot-product) kernel ``k(x, x') = variance * x . x'``.
+
+    Equal to scikit-learn's ``ConstantKernel(variance) *
+    DotProduct(sigma_0=0)`` with ``sigma_0`` fixed.
+
+    Parameters
+    ----------
+    variance : float, default=1.0
+        Prior variance of the weights.
+    variance_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import Linear
+    >>> Linear(2.0)(np.array([[1.0, 0.0], [1.0, 1.0]]))
+    array([[2., 2.],
+           [2., 4.]])
+    """
+
+    def __init__(self, variance=1.0, variance_bounds=_DEFAULT_BOUNDS):
+        _positive_scalar(variance, "variance", "Linear")
+        self.variance = variance
+        self.variance_bounds = variance_bounds
+
+    @property
+    def hyperparameter_variance(self):
+        return Hyperparameter("variance", "numeric", self.variance_bounds)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Evaluate ``K(X, Y)`` and optionally its gradient."""
+        X, Y = _check_XY(X, Y)
+        if eval_gradient and Y is not None:
+            raise ValueError("Gradient can only be evaluated when Y is None.")
+        v = _positive_scalar(self.variance, "variance", "Linear")
+        K = X @ (X if Y is None else Y).T
+        K *= v
+        if not eval_gradient:
+            return K
+        parts = {"variance": K.copy()} if not self.hyperparameter_variance.fixed else {}
+        return K, _ordered_tensor(self, parts, X.shape[0])
+
+    def _contract(self, X, dK, K):
+        if K is not None:
+            return np.array([np.vdot(dK, K)])
+        v = _positive_scalar(self.variance, "variance", "Linear")
+        # sum_ij dK_ij x_i . x_j = sum(X * (dK @ X)): O(n^2 d), no n x n K.
+        return np.array([v * np.vdot(X, dK @ X)])
+
+    def diag(self, X):
+        """Diagonal of ``K(X)``: ``variance * |x|^2``."""
+        X = _check_X(X)
+        v = _positive_scalar(self.variance, "variance", "Linear")
+        return v * np.einsum("ij,ij->i", X, X)
+
+    def is_stationary(self):
+        """Returns False."""
+        return False
+
+    def __repr__(self):
+        return "{0}(variance={1:.3g})".format(type(self).__name__, self.variance)
+
+
+class Polynomial(Kernel):
+    """Polynomial kernel ``k(x, x') = (1 + x . x' / scale)^degree``.
+
+    ``scale`` (written ``m`` in the papers) is a positive hyperparameter in
+    log space; ``degree`` is a fixed positive integer.  The kernel equals
+    scikit-learn's ``ConstantKernel(scale**-degree) *
+    DotProduct(sqrt(scale)) ** degree``.
+
+    Parameters
+    ----------
+    degree : int, default=2
+        Polynomial degree (>= 1), fixed.
+    scale : float, default=1.0
+        Scale ``m`` of the dot product.
+    scale_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import Polynomial
+    >>> Polynomial(degree=2, scale=2.0)(np.array([[1.0, 1.0], [2.0, 0.0]]))
+    array([[4., 4.],
+           [4., 9.]])
+    """
+
+    def __init__(self, degree=2, scale=1.0, scale_bounds=_DEFAULT_BOUNDS):
+        self._check_degree(degree)
+        _positive_scalar(scale, "scale", "Polynomial")
+        self.degree = degree
+        self.scale = scale
+        self.scale_bounds = scale_bounds
+
+    @staticmethod
+    def _check_degree(degree):
+        if (
+            isinstance(degree, bool)
+            or not isinstance(degree, numbers.Real)
+            or degree != int(degree)
+            or degree < 1
+        ):
+            raise ValueError(
+                f"Polynomial: degree must be an integer >= 1, got {degree!r}."
+            )
+        return int(degree)
+
+    @property
+    def hyperparameter_scale(self):
+        return Hyperparameter("scale", "numeric", self.scale_bounds)
+
+    def _base(self, X, Y):
+        """``B = 1 + X Y^T / scale`` and ``G = X Y^T / scale``."""
+        s = _positive_scalar(self.scale, "scale", "Polynomial")
+        Z = X / np.sqrt(s)
+        G = Z @ (Z if Y is None else Y / np.sqrt(s)).T
+        return G + 1.0, G
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Evaluate ``K(X, Y)`` and optionally its gradient."""
+        X, Y = _check_XY(X, Y)
+        if eval_gradient and Y is not None:
+            raise ValueError("Gradient can only be evaluated when Y is None.")
+        p = self._check_degree(self.degree)
+        B, G = self._base(X, Y)
+        K = B if p == 1 else np.power(B, p)
+        if not eval_gradient:
+            return K
+        parts = {}
+        if not self.hyperparameter_scale.fixed:
+            # d/dlog m (1 + G)^p = -p (1 + G)^(p-1) G
+            Bp = np.ones_like(B) if p == 1 else np.power(B, p - 1)
+            parts["scale"] = -p * Bp * G
+        return K, _ordered_tensor(self, parts, X.shape[0])
+
+    def _contract(self, X, dK, K):
+        p = self._check_degree(self.degree)
+        B, G = self._base(X, None)
+        W = dK * G
+        if p > 1:
+            W *= B if p == 2 else np.power(B, p - 1)
+        return np.array([-p * W.sum()])
+
+    def diag(self, X):
+        """Diagonal of ``K(X)``: ``(1 + |x|^2 / scale)^degree``."""
+        X = _check_X(X)
+        s = _positive_scalar(self.scale, "scale", "Polynomial")
+        return (1.0 + np.einsum("ij,ij->i", X, X) / s) ** self._check_degree(self.degree)
+
+    def is_stationary(self):
+        """Returns False."""
+        return False
+
+    def __repr__(self):
+        return "{0}(degree={1}, scale={2:.3g})".format(
+            type(self).__name__, self.degree, self.scale
+        )
+
+
+# ---------------------------------------------------------------------------
+# Composites (shared with scikit-learn's Sum / Product / Exponentiation)
+# ---------------------------------------------------------------------------
+
+
+def _constant_value(kernel):
+    """The value of a constant kernel (gpc or scikit-learn), else None."""
+    t = type(kernel)
+    if t is Constant:
+        return float(kernel.value)
+    if t is _sk.ConstantKernel:
+        return float(kernel.constant_value)
+    return None
+
+
+def _sum_leaves(kernel):
+    """Terms of a (nested) sum, in theta order."""
+    if type(kernel) in (Sum, _sk.Sum):
+        return _sum_leaves(kernel.k1) + _sum_leaves(kernel.k2)
+    return [kernel]
+
+
+def _subtract_cheap(K, kernel):
+    """In place ``K -= kernel(X)`` for constant / white terms; False otherwise."""
+    t = type(kernel)
+    if t is Constant:
+        K -= float(kernel.value)
+    elif t is _sk.ConstantKernel:
+        K -= float(kernel.constant_value)
+    elif t is White:
+        K.flat[:: K.shape[0] + 1] -= float(kernel.noise)
+    elif t is _sk.WhiteKernel:
+        K.flat[:: K.shape[0] + 1] -= float(kernel.noise_level)
+    else:
+        return False
+    return True
+
+
+_CHEAP_TYPES = (Constant, White, _sk.ConstantKernel, _sk.WhiteKernel)
+
+
+def _contract_sum(kernel, X, dK, K):
+    """Sum: the gradients of the terms, concatenated in theta order.
+
+    Nested sums are flattened.  If ``K`` is given and all terms but one are
+    constant / white-noise terms (e.g. :func:`paper_kernel`), that term's
+    matrix is recovered in place as ``K - constants - noise * I`` (absolute
+    error of order eps times the constants) instead of being recomputed.
+    """
+    leaves = _sum_leaves(kernel)
+    K_main, main = None, None
+    if K is not None:
+        others = [i for i, leaf in enumerate(leaves) if type(leaf) not in _CHEAP_TYPES]
+        if len(others) == 1 and leaves[others[0]].n_dims:
+            main = others[0]
+            K_main = np.array(K, dtype=np.float64, order="C", copy=True)
+            for i, leaf in enumerate(leaves):
+                if i != main:
+                    _subtract_cheap(K_main, leaf)
+    parts = [
+        _contract(leaf, X, dK, K_main if i == main else None)
+        for i, leaf in enumerate(leaves)
+    ]
+    return np.concatenate(parts)
+
+
+def _contract_product(kernel, X, dK, K):
+    """Product ``k1 * k2``: contract k1 with ``dK * K2`` and k2 with ``dK * K1``.
+
+    A constant factor ``c`` is treated as a scalar (no ``n x n`` constant
+    matrix): ``d/dlog c = sum(dK * K)`` and, contraction being linear in
+    ``dK``, the other factor's gradient is ``c * contract(other, dK)``.
+    """
+    k1, k2 = kernel.k1, kernel.k2
+    n1, n2 = k1.n_dims, k2.n_dims
+    c1, c2 = _constant_value(k1), _constant_value(k2)
+    if c1 is not None or c2 is not None:
+        if c1 is not None:
+            c, nc, other, no = c1, n1, k2, n2
+        else:
+            c, nc, other, no = c2, n2, k1, n1
+        K_other = K / c if (K is not None and no and c != 0.0) else None
+        g_c = np.zeros(0)
+        if nc:
+            if K is not None:
+                g_c = np.array([np.vdot(dK, K)])
+            else:
+                K_other = other(X)
+                g_c = np.array([c * np.vdot(dK, K_other)])
+        g_o = c * _contract(other, X, dK, K_other) if no else np.zeros(0)
+        return np.concatenate([g_c, g_o] if c1 is not None else [g_o, g_c])
+    K1 = k1(X) if n2 else None
+    K2 = k2(X) if n1 else None
+    g1 = _contract(k1, X, dK * K2, K1) if n1 else np.zeros(0)
+    g2 = _contract(k2, X, dK * K1, K2) if n2 else np.zeros(0)
+    return np.concatenate([g1, g2])
+
+
+def _contract_exponentiation(kernel, X, dK, K):
+    """``k ** p``: contract k with ``dK * p * k(X) ** (p - 1)``."""
+    base, p = kernel.kernel, kernel.exponent
+    Kb = base(X)
+    W = np.power(Kb, p - 1)
+    W *= p
+    W *= dK
+    return _contract(base, X, W, Kb)
+
+
+class Sum(Kernel, _sk.Sum):
+    """Sum of two kernels, ``k1(x, x') + k2(x, x')``.
+
+    A scikit-learn ``Sum`` (so ``theta`` is ``k1``'s then ``k2``'s, and
+    nested parameters are ``k1__...``/``k2__...``) whose contraction
+    contracts each part.  Usually created with ``k1 + k2``.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        Any scikit-learn kernels (gpc kernels keep fast contraction).
+
+    Examples
+    --------
+    >>> from gpc.kernels import SquaredExponential, Constant, Sum
+    >>> Sum(SquaredExponential(), Constant(0.5)) == SquaredExponential() + 0.5
+    True
+    """
+
+    def __init__(self, k1, k2):
+        self.k1 = as_kernel(k1)
+        self.k2 = as_kernel(k2)
+
+    _contract = _contract_sum
+
+
+class Product(Kernel, _sk.Product):
+    """Product of two kernels, ``k1(x, x') * k2(x, x')``.
+
+    A scikit-learn ``Product`` with fast contraction; ``c * k`` for a number
+    ``c`` gives ``Product(Constant(c), k)`` (the constant factor is handled
+    as a scalar).
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        Any scikit-learn kernels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import SquaredExponential
+    >>> k = 2.0 * SquaredExponential()
+    >>> type(k).__name__, k.k1
+    ('Product', Constant(value=2))
+    >>> k(np.zeros((1, 1)))
+    array([[2.]])
+    """
+
+    def __init__(self, k1, k2):
+        self.k1 = as_kernel(k1)
+        self.k2 = as_kernel(k2)
+
+    _contract = _contract_product
+
+
+class Exponentiation(Kernel, _sk.Exponentiation):
+    """Elementwise power of a kernel, ``k(x, x') ** exponent``.
+
+    Positive-definite by construction for integer exponents (Schur product
+    theorem).  Usually created with ``k ** p``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Base kernel.
+    exponent : float
+        Exponent (fixed, not a hyperparameter).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import Linear
+    >>> (Linear() ** 2)(np.array([[1.0, 2.0]]))
+    array([[25.]])
+    """
+
+    def __init__(self, kernel, exponent):
+        self.kernel = as_kernel(kernel)
+        self.exponent = exponent
+
+    _contract = _contract_exponentiation
+
+
+# ---------------------------------------------------------------------------
+# Fast paths for scikit-learn's own kernels (exact types only: subclasses may
+# override __call__, as Matern does for RBF)
+# ---------------------------------------------------------------------------
+
+
+def _contract_sk_rbf(kernel, X, dK, K):
+    ls = _length_scale_for(kernel.length_scale, X, "RBF")
+    g_ls, _ = _se_contract(X, ls, 1.0, dK, K, True, False)
+    return g_ls
+
+
+def _contract_sk_matern(kernel, X, dK, K):
+    nu = kernel.nu
+    if nu not in (0.5, 1.5, 2.5, np.inf):
+        return None  # general nu: scikit-learn's own (numerical) gradient
+    ls = _length_scale_for(kernel.length_scale, X, "Matern")
+    g_ls, _ = _matern_contract(X, ls, 1.0, nu, dK, K, True, False)
+    return g_ls
+
+
+def _contract_sk_constant(kernel, X, dK, K):
+    return np.array([kernel.constant_value * dK.sum()])
+
+
+def _contract_sk_white(kernel, X, dK, K):
+    return np.array([kernel.noise_level * np.trace(dK)])
+
+
+def _contract_sk_dot_product(kernel, X, dK, K):
+    # K = sigma_0^2 + x.x'  =>  d/dlog sigma_0 = 2 sigma_0^2
+    return np.array([2.0 * kernel.sigma_0**2 * dK.sum()])
+
+
+_SKLEARN_FAST_PATHS = {
+    _sk.RBF: _contract_sk_rbf,
+    _sk.Matern: _contract_sk_matern,
+    _sk.ConstantKernel: _contract_sk_constant,
+    _sk.WhiteKernel: _contract_sk_white,
+    _sk.DotProduct: _contract_sk_dot_product,
+    _sk.Sum: _contract_sum,
+    _sk.Product: _contract_product,
+    _sk.Exponentiation: _contract_exponentiation,
+}
+
+
+def _contract(kernel, X, dK, K):
+    """Dispatch without re-validating the inputs."""
+    if kernel.n_dims == 0:
+        return np.zeros(0)
+    if isinstance(kernel, Kernel):
+        g = kernel._contract(X, dK, K)
+    else:
+        fast = _SKLEARN_FAST_PATHS.get(type(kernel))
+        g = fast(kernel, X, dK, K) if fast is not None else None
+        if g is None:
+            g = _contract_fallback(kernel, X, dK)
+    return np.asarray(g, dtype=np.float64).reshape(-1)
+
+
+def contract(kernel, X, dK, K=None):
+    """Gradient of ``sum(dK * kernel(X))`` with respect to ``kernel.theta``.
+
+    Works for any scikit-learn kernel.  gpc kernels use their own fast
+    contraction; scikit-learn's ``RBF`` (isotropic and ARD),
+    ``ConstantKernel``, ``WhiteKernel``, ``Matern`` (nu 0.5, 1.5, 2.5, inf),
+    ``DotProduct``, ``Sum``, ``Product`` and ``Exponentiation`` use the same
+    ``O(n^2 d)`` code paths; any other kernel falls back to
+    ``kernel(X, eval_gradient=True)`` followed by a tensor contraction.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        The kernel (gpc or scikit-learn).
+    X : array-like of shape (n_samples, n_features)
+        Inputs (2-D, finite).
+    dK : array-like of shape (n_samples, n_samples)
+        Derivative of the objective with respect to ``K = kernel(X)``.
+        Inference returns a symmetric ``dK``; a non-symmetric one is handled
+        exactly too (only its symmetric part matters since ``K`` is
+        symmetric).
+    K : array-like of shape (n_samples, n_samples), optional
+        ``kernel(X)`` if already computed; it is reused where that saves
+        work and must be the matrix of *this* kernel at the current
+        hyperparameters.
+
+    Returns
+    -------
+    grad : ndarray of shape (kernel.n_dims,)
+        ``grad[p] = sum_ij dK_ij * dK_ij/dtheta_p`` (``theta`` in log
+        space), in the order of ``kernel.theta``: fixed hyperparameters are
+        excluded, composites list ``k1``'s entries before ``k2``'s.
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is not a scikit-learn kernel.
+    ValueError
+        If ``X`` is not 2-D or not finite, if ``dK`` or ``K`` have the wrong
+        shape or non-finite entries, or if the kernel's hyperparameters do
+        not fit ``X`` (e.g. the number of ARD length scales).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from gpc.kernels import contract
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> dK = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> kernel = ConstantKernel(2.0) * RBF([1.0, 2.0])
+    >>> contract(kernel, X, dK)  # d/dlog c, d/dlog l1, d/dlog l2
+    array([1.47151776, 1.47151776, 1.47151776])
+    >>> K, K_gradient = kernel(X, eval_gradient=True)
+    >>> np.allclose(contract(kernel, X, dK), np.tensordot(dK, K_gradient, 2))
+    True
+    """
+    kernel = as_kernel(kernel)
+    if kernel.requires_vector_input:
+        X = _check_X(X)
+    n = _num_samples(X)
+    dK = _check_square(dK, n, "dK")
+    if K is not None:
+        K = _check_square(K, n, "K")
+    return _contract(kernel, X, dK, K)
+
+
+# ---------------------------------------------------------------------------
+# Positive semi-definiteness and the papers' covariance
+# ---------------------------------------------------------------------------
+
+_PSD_LEAVES = (
+    SquaredExponential,
+    Matern,
+    Constant,
+    White,
+    Linear,
+    Polynomial,
+    _sk.RBF,
+    _sk.Matern,
+    _sk.RationalQuadratic,
+    _sk.ExpSineSquared,
+    _sk.DotProduct,
+)
+
+# Kernels whose every positive power is again a PSD kernel of the same family.
+_INFINITELY_DIVISIBLE = (
+    SquaredExponential,
+    Constant,
+    White,
+    _sk.RBF,
+    _sk.RationalQuadratic,
+    _sk.ExpSineSquared,
+)
+
+_PSD_PAIRWISE_METRICS = ("linear", "rbf", "laplacian", "cosine")
+
+
+def _infinitely_divisible(kernel):
+    t = type(kernel)
+    if t in _INFINITELY_DIVISIBLE:
+        return True
+    if t is _sk.ConstantKernel:
+        return kernel.constant_value >= 0
+    if t is _sk.WhiteKernel:
+        return kernel.noise_level >= 0
+    if t is _sk.Matern:
+        return kernel.nu in (0.5, np.inf)
+    if t in (Product, _sk.Product):
+        return _infinitely_divisible(kernel.k1) and _infinitely_divisible(kernel.k2)
+    if t in (Exponentiation, _sk.Exponentiation):
+        return kernel.exponent > 0 and _infinitely_divisible(kernel.kernel)
+    return False
+
+
+def is_psd_by_construction(kernel):
+    """Whether ``kernel`` is positive semi-definite by construction.
+
+    True for the kernels of this module, scikit-learn's standard kernels
+    (``RBF``, ``Matern``, ``RationalQuadratic``, ``ExpSineSquared``,
+    ``DotProduct``, ``ConstantKernel``/``WhiteKernel`` with non-negative
+    values, ``PairwiseKernel`` with a linear, rbf, laplacian or cosine
+    metric), and sums and products of such kernels and their positive
+    integer powers (plus any positive power of an infinitely divisible
+    kernel such as the squared exponential).  False for anything else,
+    e.g. user-defined kernels, whose matrices should then be checked.
+
+    Only the exact classes are recognised: a subclass may change the
+    covariance and is treated as unknown.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import RBF, PairwiseKernel
+    >>> from gpc.kernels import is_psd_by_construction, Linear
+    >>> is_psd_by_construction(2.0 * RBF() + Linear() ** 3)
+    True
+    >>> is_psd_by_construction(PairwiseKernel(metric="sigmoid"))
+    False
+    """
+    kernel = as_kernel(kernel)
+    t = type(kernel)
+    if t in _PSD_LEAVES:
+        return True
+    if t is _sk.ConstantKernel:
+        return bool(np.all(np.asarray(kernel.constant_value) >= 0))
+    if t is _sk.WhiteKernel:
+        return bool(np.all(np.asarray(kernel.noise_level) >= 0))
+    if t in (Sum, Product, _sk.Sum, _sk.Product):
+        return is_psd_by_construction(kernel.k1) and is_psd_by_construction(kernel.k2)
+    if t in (Exponentiation, _sk.Exponentiation):
+        p = kernel.exponent
+        if isinstance(p, numbers.Real) and not isinstance(p, bool):
+            if p >= 1 and p == int(p):
+                return is_psd_by_construction(kernel.kernel)
+            if p > 0:
+                return _infinitely_divisible(kernel.kernel)
+        return False
+    if t is _sk.PairwiseKernel:
+        return isinstance(kernel.metric, str) and kernel.metric in _PSD_PAIRWISE_METRICS
+    return False
+
+
+def paper_kernel(
+    length_scale,
+    theta1=1.0,
+    theta2=1.0,
+    jitter=1e-6,
+    *,
+    length_scale_bounds=_DEFAULT_BOUNDS,
+    theta1_bounds=_DEFAULT_BOUNDS,
+    theta2_bounds=_DEFAULT_BOUNDS,
+    jitter_bounds="fixed",
+):
+    """The covariance of the papers: ``theta1 * SE_ARD + theta2 + jitter * delta``.
+
+    .. math::
+
+        k(x, x') = \\theta_1 \\exp\\Big(-\\frac12 \\sum_k
+                   \\frac{(x_k - x'_k)^2}{\\ell_k^2}\\Big) + \\theta_2
+                   + J \\delta_{x x'}
+
+    Built as ``Sum(Sum(SquaredExponential(length_scale, theta1),
+    Constant(theta2)), White(jitter))``, so
+    ``theta = [log l_1, ..., log l_d, log theta1, log theta2]`` with the
+    jitter fixed by default.
+
+    Parameters
+    ----------
+    length_scale : float or array-like of shape (n_features,)
+        Length scales (an array gives ARD; a scalar an isotropic kernel).
+    theta1 : float, default=1.0
+        Signal variance of the squared exponential.
+    theta2 : float, default=1.0
+        Bias (constant) variance.
+    jitter : float, default=1e-6
+        Added to the diagonal of ``K(X)`` (not to cross covariances).
+    length_scale_bounds, theta1_bounds, theta2_bounds : pair or "fixed"
+        Bounds, default ``(1e-5, 1e5)``.
+    jitter_bounds : pair or "fixed", default="fixed"
+
+    Returns
+    -------
+    kernel : Sum
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.kernels import paper_kernel
+    >>> k = paper_kernel([1.0, 2.0], theta1=2.0, theta2=0.5)
+    >>> k.theta.shape
+    (4,)
+    >>> X = np.array([[0.0, 0.0], [1.0, 2.0]])
+    >>> k(X)
+    array([[2.500001  , 1.23575888],
+           [1.23575888, 2.500001  ]])
+    """
+    se = SquaredExponential(
+        length_scale=length_scale,
+        variance=theta1,
+        length_scale_bounds=length_scale_bounds,
+        variance_bounds=theta1_bounds,
+    )
+    return Sum(
+        Sum(se, Constant(theta2, value_bounds=theta2_bounds)),
+        White(jitter, noise_bounds=jitter_bounds),
+    )

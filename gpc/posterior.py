@@ -1,1 +1,107 @@
-"""Placeholder."""
+"""Gaussian posteriors over the latent function and their predictions.
+
+Every inference method returns a posterior in one of two forms, both giving the latent
+mean ``k_*^T alpha``:
+
+* site form (:class:`SitePosterior`: Laplace, EP, posterior linearisation, variational):
+  ``sW`` and ``L = chol(I + sW K sW)``; variance ``k_** - |L^{-1} (sW k_*)|^2``.
+* explicit form (online / sparse methods, added with them).
+"""
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from .likelihoods import get_likelihood
+
+
+class SitePosterior:
+    """Posterior in site form: ``q(f) = N(K alpha, (K^{-1} + W)^{-1})``.
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (n,)
+        Weights of the latent mean: ``E[f_*] = k_*^T alpha``.
+    sW : ndarray of shape (n,)
+        Square roots of the site precisions ``W``.
+    L : ndarray of shape (n, n)
+        Lower Cholesky factor of ``B = I + sW K sW`` (only the lower triangle is used).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpc
+    >>> X = np.array([[0.0], [1.0], [2.0]])
+    >>> K = np.exp(-0.5 * (X - X.T) ** 2)
+    >>> res = gpc.infer(K, [-1, 1, 1], method="laplace", likelihood="probit")
+    >>> mean, var = res.posterior.latent_mean_and_variance(K, np.diag(K))
+    >>> bool(np.all(var < np.diag(K)))
+    True
+    """
+
+    def __init__(self, alpha, sW, L):
+        self.alpha = np.asarray(alpha, dtype=np.float64)
+        self.sW = np.asarray(sW, dtype=np.float64)
+        self.L = L
+
+    @property
+    def n(self):
+        """Number of training points."""
+        return self.alpha.shape[0]
+
+    def _check_cross(self, K_cross):
+        K_cross = np.asarray(K_cross, dtype=np.float64)
+        if K_cross.ndim != 2 or K_cross.shape[0] != self.n:
+            raise ValueError(
+                f"K_cross must have shape ({self.n}, m): one row per training point, "
+                f"got {K_cross.shape}."
+            )
+        return K_cross
+
+    def latent_mean(self, K_cross):
+        """Latent mean ``K_cross^T alpha`` at m test points.
+
+        Parameters
+        ----------
+        K_cross : array-like of shape (n, m)
+            Covariances between the n training and m test points.
+        """
+        return self._check_cross(K_cross).T @ self.alpha
+
+    def latent_mean_and_variance(self, K_cross, k_diag):
+        """Latent mean and variance at m test points.
+
+        Parameters
+        ----------
+        K_cross : array-like of shape (n, m)
+            Covariances between the n training and m test points.
+        k_diag : array-like of shape (m,)
+            Prior variances of the test points.
+
+        Returns
+        -------
+        mean, var : ndarray of shape (m,)
+            ``var`` is clipped at 0 from below (rounding only).
+        """
+        K_cross = self._check_cross(K_cross)
+        k_diag = np.asarray(k_diag, dtype=np.float64).reshape(-1)
+        if k_diag.shape[0] != K_cross.shape[1]:
+            raise ValueError("k_diag must have one entry per column of K_cross.")
+        mean = K_cross.T @ self.alpha
+        if self.n == 0:
+            return mean, k_diag.copy()
+        V = solve_triangular(self.L, self.sW[:, None] * K_cross, lower=True,
+                             check_finite=False)
+        var = k_diag - np.einsum("ij,ij->j", V, V)
+        return mean, np.maximum(var, 0.0)
+
+    def predict_proba(self, K_cross, k_diag, likelihood):
+        """Predictive probability ``p(y = +1)`` at m test points.
+
+        Parameters
+        ----------
+        K_cross, k_diag : see :meth:`latent_mean_and_variance`.
+        likelihood : str or Likelihood
+            The likelihood whose Gaussian average gives the probability.
+        """
+        mean, var = self.latent_mean_and_variance(K_cross, k_diag)
+        return get_likelihood(likelihood).predict(mean, var)

@@ -9,6 +9,32 @@
 # points at the likelihood's parameters (noisy threshold: par[0] = eps, the label-flip
 # probability; the others ignore it).  `quad` is a probabilists' Gauss-Hermite rule for
 # N(0, 1): E[g(u)] ~ sum_k exp(logw[k]) g(x[k]), sum_k exp(logw[k]) = 1.
+#
+# Numerical notes
+# ---------------
+# * Everything that can underflow is carried in log space; derivatives of log Z are
+#   written with the inverse Mills ratio r(z) = N(z)/Phi(z) and the shift
+#   s(z) = z + r(z) > 0.  For z < -4 both come from Laplace's continued fraction
+#       Phi(z)/N(z) = 1/(x + 1/(x + 2/(x + 3/(x + ...)))),  x = -z,
+#   written as r = x + C1, C_k = k/(x + C_{k+1}); then s = C1 exactly, with no
+#   cancellation, and d^3/dz^3 log Phi(z) = 2 r C1^2 (C3 - C2)/(x + C3).
+# * Logit Gaussian moments, F(mu, v) = E[sigma(z)], z ~ N(mu, v), mu = y m:
+#     - F(mu) = 1 - F(-mu), so only mu <= 0 is integrated (the other side is log1p).
+#     - v <= GPC_LOGIT_GH_VMAX: the caller's Gauss-Hermite rule, in log space.  Plain GH
+#       degrades fast for larger v (the integrand becomes a step on the scale of the
+#       node spacing: ~1e-2 absolute error in log Z at v = 100 with 64 nodes).
+#     - v > GPC_LOGIT_GH_VMAX: the logistic law is a normal scale mixture, sigma(z) =
+#       E_tau[Phi(z / sqrt(tau))] with tau = (2K)^2, K Kolmogorov distributed, whose
+#       density is sum_k (-1)^(k+1) k^2 exp(-k^2 tau / 2).  Hence
+#       F(mu, v) = E_tau[Phi(mu / sqrt(tau + v))], integrated with the fixed 64-node
+#       Gauss rule for tau below (discretised Stieltjes + Christoffel weights).  This
+#       is accurate for mu in [-v/2, 0]; further out the exact identity
+#       F(mu) = exp(mu + v/2) (1 - F(mu + v))  (from sigma(z) = e^z sigma(-z))
+#       maps the point back into [-v/2, 0] in at most ~40/v + 3 steps.
+
+from libc.math cimport (exp, log, log1p, expm1, sqrt, erf, tanh, ceil, floor, fabs,
+                        INFINITY, NAN)
+from scipy.special.cython_special cimport erfcx, ndtr, log_expit
 
 cdef enum:
     LIK_PROBIT = 0
@@ -21,26 +47,546 @@ ctypedef struct Quad:
     const double* x
     const double* logw
 
+# Fixed Gauss rule for the logistic scale-mixture variable tau (see the notes above):
+# nodes tau_j and log weights (weights sum to 1).
+cdef extern from *:
+    """
+    #define GPC_LSM_N 64
+    /* Logit: variances up to this use the Gauss-Hermite rule, above it the mixture. */
+    #define GPC_LOGIT_GH_VMAX 1.5
+    #define GPC_SQRT2 1.4142135623730951
+    #define GPC_SQRT_2_OVER_PI 0.7978845608028654
+    #define GPC_INV_SQRT_2PI 0.3989422804014327
+    #define GPC_LOG_HALF (-0.6931471805599453)
+    /* Below this z the Mills ratio comes from the continued fraction. */
+    #define GPC_CF_Z (-4.0)
+    /* ... and below this z for the third derivative of log Phi. */
+    #define GPC_CF_Z3 (-2.0)
+    static const double GPC_LSM_TAU[GPC_LSM_N] = {
+    0.5101051070967215, 0.7971602554169014, 1.181178990853699,
+    1.6879390961121508, 2.334874798743345, 3.132582723950363,
+    4.086117211381508, 5.196992300703298, 6.465330361391654,
+    7.89122014769667, 9.475110104059224, 11.217761749511068,
+    13.120153200902843, 15.183426663658913, 17.408867634044817,
+    19.79789844540262, 22.35207810235146, 25.073105318548432,
+    27.962823539240826, 31.023227432238894, 34.25647063195243,
+    37.66487466966104, 41.25093910684764, 45.01735294265713,
+    48.96700740750218, 53.10301029069172, 57.42870198532965,
+    61.94767347164299, 66.66378650270799, 71.5811963064336,
+    76.70437717696761, 82.0381514001253, 87.58772204434223,
+    93.35871025523966, 99.35719782360857, 105.58977596057731,
+    112.06360141933031, 118.78646136254163, 125.76684870560392,
+    133.01405009084286, 140.53824919900293, 148.35064882569253,
+    156.46361610477834, 164.89085653746287, 173.64762421503667,
+    182.75097799692475, 192.22009671168016, 202.076671127631,
+    212.3453971801731, 223.05460484418577, 234.2370719062396,
+    245.93109476488536, 258.1819245694706, 271.0437360776733,
+    284.58239661766294, 298.8794791767203, 314.0382916286218,
+    330.19334087515114, 347.52602361826433, 366.2925338457014,
+    386.8783911366517, 409.92017063335464, 436.63981198843567,
+    470.1952603914278,
+    };
+    static const double GPC_LSM_LOGW[GPC_LSM_N] = {
+    -6.219128807466467, -3.607137772086576, -2.3299510736294455,
+    -1.7656835358501504, -1.6219668440890538, -1.736719424366582,
+    -2.02018263536235, -2.426513865288869, -2.9349783965312217,
+    -3.5369888228643376, -4.228860383295059, -5.008757599271465,
+    -5.875652476946082, -6.828978763398836, -7.868491253360609,
+    -8.994191178474036, -10.2062801802921, -11.505130185076451,
+    -12.891263317371765, -14.365338586324292, -15.928143366637613,
+    -17.580588424011612, -19.323705676107846, -21.15864816111389,
+    -23.086691872904733, -25.109239251594207, -27.22782421274042,
+    -29.444118671084055, -31.75994057417827, -34.177263513575966,
+    -36.69822803074875, -39.32515478512692, -42.06055980569369,
+    -44.907172108540955, -47.86795403409491, -50.946124743348676,
+    -54.145187417378786, -57.46896083508593, -60.92161616897956,
+    -64.50772004934971, -68.23228521900322, -72.10083045562035,
+    -76.11945190735491, -80.29490861330291, -84.63472582738993,
+    -89.1473209256162, -93.84215829275635, -98.72994186997349,
+    -103.82285733398511, -109.13488070568201, -114.68217742648113,
+    -120.48362706869979, -126.56152642740554, -132.94255240459177,
+    -139.65911454958717, -146.75131255061822, -154.26987228664373,
+    -162.28074548815906, -170.8727173030375, -180.17089649338823,
+    -190.36297138637622, -201.757511832993, -214.94280490061968,
+    -231.41928252067848,
+    };
+    """
+    const int GPC_LSM_N
+    const double GPC_LOGIT_GH_VMAX
+    const double GPC_SQRT2
+    const double GPC_SQRT_2_OVER_PI
+    const double GPC_INV_SQRT_2PI
+    const double GPC_LOG_HALF
+    const double GPC_CF_Z
+    const double GPC_CF_Z3
+    const double GPC_LSM_TAU[64]
+    const double GPC_LSM_LOGW[64]
+
+cdef inline double _exp_mhalf_sq(double z) noexcept nogil:
+    # exp(-z^2/2) to a few ulp: z = zh + zl with zh on a 2^-16 grid, so zh^2 is exact
+    # (|z| < 40) and the rounding of z^2 (relative error ~eps z^2/2) is avoided.
+    cdef double zh, zl
+    if not (fabs(z) < 40.0):
+        return 0.0 if z == z else z
+    zh = floor(z * 65536.0) / 65536.0
+    zl = z - zh
+    return exp(-0.5 * zh * zh) * exp(-zl * (zh + 0.5 * zl))
+
+
+cdef inline double _npdf(double z) noexcept nogil:
+    return GPC_INV_SQRT_2PI * _exp_mhalf_sq(z)
+
+
+cdef inline double _expit(double a) noexcept nogil:
+    # sigma(a) for a in [-inf, inf] (NaN passes through).
+    if a >= 0.0:
+        return 1.0 / (1.0 + exp(-a))
+    return exp(a) / (1.0 + exp(a))
+
+
+cdef inline double _clamp(double z) noexcept nogil:
+    # Keep +-inf (e.g. m / sqrt(v) with v -> 0) out of products like 0 * inf.
+    if z > 1e300:
+        return 1e300
+    if z < -1e300:
+        return -1e300
+    return z
+
+
 # log Phi(z) and N(z)/Phi(z), stable for z down to -1e300 (erfcx for z << 0).
 cdef inline double log_ndtr_stable(double z) noexcept nogil:
-    return 0.0  # STUB
+    if z > 5.0:
+        # log1p(-Phi(-z)); Phi(-z) from erfcx keeps its gradual underflow (z ~ 38).
+        return log1p(-0.5 * erfcx(z / GPC_SQRT2) * _exp_mhalf_sq(z))
+    if z > 0.0:
+        return log1p(-ndtr(-z))
+    if z > -5.0:
+        return log(ndtr(z))
+    # Phi(z) = erfcx(-z/sqrt2) exp(-z^2/2) / 2; z^2 overflows only where the true
+    # value is below -1.8e308 anyway (-inf is then the correctly rounded answer).
+    return log(0.5 * erfcx(-z / GPC_SQRT2)) - 0.5 * z * z
+
 cdef inline double inv_mills(double z) noexcept nogil:
-    return 0.0  # STUB
+    if z >= 0.0:
+        return _npdf(z) / ndtr(z)
+    # N(z)/Phi(z) = sqrt(2/pi) / erfcx(-z/sqrt2): ~ -z for z << 0, finite down to
+    # -DBL_MAX (erfcx(x) ~ 1/(sqrt(pi) x) stays a normal number).
+    return GPC_SQRT_2_OVER_PI / erfcx(-z / GPC_SQRT2)
+
+
+cdef inline void _mills_cf(double x, double* c1, double* c2, double* c3) noexcept nogil:
+    # Tails C1, C2, C3 of Laplace's continued fraction (x >= 2), evaluated backwards
+    # with enough terms for double precision in C1..C3 and in C3 - C2 (measured).
+    cdef int k, n
+    cdef double c = 0.0
+    if x < 2.5:
+        n = 200
+    elif x < 3.0:
+        n = 128
+    elif x < 4.0:
+        n = 96
+    elif x < 5.0:
+        n = 64
+    elif x < 6.0:
+        n = 48
+    elif x < 8.0:
+        n = 32
+    elif x < 12.0:
+        n = 24
+    elif x < 20.0:
+        n = 16
+    else:
+        n = 12
+    for k in range(n, 3, -1):
+        c = k / (x + c)
+    c3[0] = 3.0 / (x + c)
+    c2[0] = 2.0 / (x + c3[0])
+    c1[0] = 1.0 / (x + c2[0])
+
+
+cdef inline void _mills(double z, double* r, double* s) noexcept nogil:
+    # r = N(z)/Phi(z) and s = z + r (> 0), accurate to a few ulp for every z.
+    cdef double c1, c2, c3
+    if z >= GPC_CF_Z:
+        r[0] = inv_mills(z)
+        s[0] = z + r[0]
+    else:
+        _mills_cf(-z, &c1, &c2, &c3)
+        r[0] = -z + c1
+        s[0] = c1
+
+
+cdef inline void _probit_derivs_z(double z, double* lp, double* d1, double* d2,
+                                  double* d3) noexcept nogil:
+    # log Phi(z) and its first three derivatives in z.
+    cdef double r, s, c1, c2, c3, x
+    lp[0] = log_ndtr_stable(z)
+    # The direct d3 loses ~eps x^4 / 16 relative (1e-13 at x = 2): the continued
+    # fraction takes over already at z = -2 here.
+    if z > GPC_CF_Z3:
+        r = inv_mills(z)
+        s = z + r
+        d3[0] = (r * s) * (s + r) - r          # r (s (s + r) - 1)
+    else:
+        x = -z
+        _mills_cf(x, &c1, &c2, &c3)
+        r = x + c1
+        s = c1
+        d3[0] = 2.0 * ((r * c1) * c1) * (c3 - c2) / (x + c3)
+    d1[0] = r
+    d2[0] = -r * s
+
 
 # log p(y|f) and its first three derivatives in f.  Returns 0, or -1 when the
 # likelihood has no derivatives (step, noisy threshold); outputs are then undefined.
+# (Implementation detail: for step / noisy threshold lp is still log p(y|f), with
+# p(y|0) = 1/2, and d1..d3 are NaN.)
 cdef inline int lik_derivs(int lik, double y, double f, const double* par,
                            double* lp, double* d1, double* d2, double* d3) noexcept nogil:
-    return -1  # STUB
+    cdef double z = y * f, e, sp, sm, eps
+    if lik == LIK_PROBIT:
+        _probit_derivs_z(z, lp, d1, d2, d3)
+        d1[0] = y * d1[0]
+        d3[0] = y * d3[0]
+        return 0
+    if lik == LIK_LOGIT:
+        # One exp for sigma(z), sigma(-z) and log sigma(z).
+        if z >= 0.0:
+            e = exp(-z)
+            sp = 1.0 / (1.0 + e)
+            sm = e * sp
+            lp[0] = -log1p(e)
+        else:
+            e = exp(z)
+            sm = 1.0 / (1.0 + e)
+            sp = e * sm
+            lp[0] = z - log1p(e)
+        if z != z:
+            lp[0] = z
+        d1[0] = y * sm
+        d2[0] = -sp * sm
+        d3[0] = y * (sp * sm) * tanh(0.5 * z)   # sigma(z) - sigma(-z) = tanh(z/2)
+        return 0
+    d1[0] = NAN
+    d2[0] = NAN
+    d3[0] = NAN
+    if lik == LIK_STEP:
+        if z > 0.0:
+            lp[0] = 0.0
+        elif z < 0.0:
+            lp[0] = -INFINITY
+        elif z == 0.0:
+            lp[0] = GPC_LOG_HALF
+        else:
+            lp[0] = NAN
+        return -1
+    if lik == LIK_NOISY_THRESHOLD:
+        eps = par[0]
+        if z > 0.0:
+            lp[0] = log1p(-eps)
+        elif z < 0.0:
+            lp[0] = log(eps)
+        elif z == 0.0:
+            lp[0] = GPC_LOG_HALF
+        else:
+            lp[0] = NAN
+        return -1
+    lp[0] = NAN
+    return -1
+
+
+# ---------------------------------------------------------------------------------
+# Logit Gaussian integral F(mu, v) = E[sigma(z)], z ~ N(mu, v): log F and its first
+# two mu-derivatives.
+
+cdef inline void _tilted_add(double a, double g, double h, double* mx, double* W,
+                             double* mean, double* m2, double* hmean) noexcept nogil:
+    # Online log-sum-exp plus weighted mean/variance (West's update) of g and the
+    # weighted mean of h, under weights exp(a).  W and m2 are scaled by exp(-mx).
+    cdef double w, sc, wn, delta
+    if a == -INFINITY or a != a:
+        if a != a:
+            mx[0] = NAN
+        return
+    if a > mx[0]:
+        sc = exp(mx[0] - a)
+        W[0] *= sc
+        m2[0] *= sc
+        mx[0] = a
+    w = exp(a - mx[0])
+    wn = W[0] + w
+    delta = g - mean[0]
+    mean[0] += (w / wn) * delta
+    m2[0] += w * delta * (g - mean[0])
+    hmean[0] += (w / wn) * (h - hmean[0])
+    W[0] = wn
+
+
+cdef inline void _logit_gh(double mu, double v, const Quad* q, double* L, double* D1,
+                           double* D2) noexcept nogil:
+    # Gauss-Hermite in log space (mu <= 0, small v).  With tilted weights
+    # t_k ~ w_k p_k: d log Z = E_t[(log p)'], d2 log Z = E_t[(log p)''] + Var_t[(log p)'].
+    # Var_t[sigma(-z)] = Var_t[sigma(z)] is formed from sigma(z) (small here).
+    cdef int k
+    cdef double sv = sqrt(v), z, e, sp, sm, lp
+    cdef double mx = -INFINITY, W = 0.0, mean = 0.0, m2 = 0.0, hmean = 0.0
+    for k in range(q.n):
+        z = mu + sv * q.x[k]
+        if z >= 0.0:
+            e = exp(-z)
+            sp = 1.0 / (1.0 + e)
+            sm = e * sp
+            lp = -log1p(e)
+        else:
+            e = exp(z)
+            sm = 1.0 / (1.0 + e)
+            sp = e * sm
+            lp = z - log1p(e)
+        _tilted_add(q.logw[k] + lp, sp, -sp * sm, &mx, &W, &mean, &m2, &hmean)
+    L[0] = mx + log(W)
+    D1[0] = 1.0 - mean
+    D2[0] = hmean + m2 / W
+
+
+cdef inline void _logit_lsm(double mu, double v, double* L, double* D1,
+                            double* D2) noexcept nogil:
+    # Scale-mixture rule: F = sum_j w_j Phi(mu / sqrt(tau_j + v)), mu in [-v/2, 0].
+    cdef int j
+    cdef double s2, s, x, r, sh
+    cdef double mx = -INFINITY, W = 0.0, mean = 0.0, m2 = 0.0, hmean = 0.0
+    for j in range(GPC_LSM_N):
+        s2 = GPC_LSM_TAU[j] + v
+        s = sqrt(s2)
+        x = mu / s
+        _mills(x, &r, &sh)
+        _tilted_add(GPC_LSM_LOGW[j] + log_ndtr_stable(x), r / s, -r * sh / s2,
+                    &mx, &W, &mean, &m2, &hmean)
+    L[0] = mx + log(W)
+    D1[0] = mean
+    D2[0] = hmean + m2 / W
+
+
+cdef inline void _logit_near(double mu, double v, double* L, double* D1,
+                             double* D2) noexcept nogil:
+    # mu in [-v, 0] (a rounding step past -v is harmless), v large.
+    cdef double l, d1, d2
+    if mu >= -0.5 * v:
+        _logit_lsm(mu, v, L, D1, D2)
+    else:
+        # F(mu) = exp(mu + v/2) F(-(mu + v)), -(mu + v) in (-v/2, 0].
+        _logit_lsm(-(mu + v), v, &l, &d1, &d2)
+        L[0] = mu + 0.5 * v + l
+        D1[0] = 1.0 - d1
+        D2[0] = d2
+
+
+cdef inline void _logit_step(double mu, double v, double l, double d1, double d2,
+                             double* L, double* D1, double* D2) noexcept nogil:
+    # From (log G, dlog G, d2log G) with G = F(mu + v) <= 1/2 to F(mu) =
+    # exp(mu + v/2) (1 - G).
+    cdef double G = exp(l), omg = -expm1(l), a
+    a = G * d1 / omg
+    L[0] = mu + 0.5 * v + log1p(-G)
+    D1[0] = 1.0 - a
+    D2[0] = -G * (d2 + d1 * d1) / omg - a * a
+
+
+cdef inline int _logit_neg(double mu, double v, const Quad* quad, double* L, double* D1,
+                           double* D2) noexcept nogil:
+    # log F(mu, v) and mu-derivatives for mu <= 0.  Returns -1 (NaN outputs) when a
+    # Gauss-Hermite rule is needed but missing.
+    cdef int K, k
+    cdef double l, d1, d2
+    if v <= GPC_LOGIT_GH_VMAX:
+        if quad == NULL or quad.n < 1:
+            L[0] = NAN
+            D1[0] = NAN
+            D2[0] = NAN
+            return -1
+        _logit_gh(mu, v, quad, L, D1, D2)
+        return 0
+    if mu >= -v:
+        _logit_near(mu, v, L, D1, D2)
+        return 0
+    if mu + 2.5 * v < -40.0:
+        # F(mu + 2v) < e^-40: F(mu + v) = exp(mu + 1.5 v) to relative 1e-17.
+        _logit_step(mu, v, mu + 1.5 * v, 1.0, 0.0, L, D1, D2)
+        return 0
+    # Here K <= 40/v + 2.5 steps; mu + K v lands in [-v, 0).
+    K = <int>ceil(-mu / v - 1.0)
+    if K < 1:
+        K = 1
+    _logit_near(mu + K * v, v, &l, &d1, &d2)
+    for k in range(K - 1, -1, -1):
+        _logit_step(mu + k * v, v, l, d1, d2, &l, &d1, &d2)
+    L[0] = l
+    D1[0] = d1
+    D2[0] = d2
+    return 0
+
+
+cdef inline int _logit_logF(double mu, double v, const Quad* quad, double* L, double* D1,
+                            double* D2) noexcept nogil:
+    # Any mu: F(mu) = 1 - F(-mu) for mu > 0, so the integral is always the small side.
+    cdef double l, d1, d2, G, omg, a
+    cdef int rc
+    if v == 0.0:
+        lik_derivs(LIK_LOGIT, 1.0, mu, NULL, L, D1, D2, &l)
+        return 0
+    if mu <= 0.0:
+        return _logit_neg(mu, v, quad, L, D1, D2)
+    rc = _logit_neg(-mu, v, quad, &l, &d1, &d2)
+    G = exp(l)
+    omg = -expm1(l)
+    a = G * d1 / omg
+    L[0] = log1p(-G)
+    D1[0] = a
+    D2[0] = -G * (d2 + d1 * d1) / omg - a * a
+    return rc
+
+
+# ---------------------------------------------------------------------------------
+# Closed forms: Z = Phi(z) with z = y m / s (probit: s^2 = 1 + v, step: s^2 = v), and
+# the noisy threshold Z = eps + (1 - 2 eps) Phi(y m / sqrt v).
+
+cdef inline void _phi_moments(double y, double m, double s2, double* logZ, double* dlogZ,
+                              double* d2logZ) noexcept nogil:
+    cdef double s = sqrt(s2), z, r, sh
+    z = _clamp(y * m / s)
+    _mills(z, &r, &sh)
+    logZ[0] = log_ndtr_stable(z)
+    dlogZ[0] = y * r / s
+    d2logZ[0] = -(r * sh) / s2
+
+
+cdef inline void _step_point(double y, double m, double eps, double* logZ,
+                             double* dlogZ_dpar) noexcept nogil:
+    # v == 0: Z = eps + (1 - 2 eps) H(y m), with H(0) = 1/2 (so Z = 1/2 at m == 0).
+    cdef double z = y * m
+    if z > 0.0:
+        logZ[0] = log1p(-eps)
+        dlogZ_dpar[0] = -1.0 / (1.0 - eps)
+    elif z < 0.0:
+        logZ[0] = log(eps)
+        dlogZ_dpar[0] = 1.0 / eps
+    elif z == 0.0:
+        logZ[0] = GPC_LOG_HALF
+        dlogZ_dpar[0] = 0.0
+    else:
+        logZ[0] = NAN
+        dlogZ_dpar[0] = NAN
+
+
+cdef inline void _noisy_moments(double y, double m, double v, double eps, double* logZ,
+                                double* dlogZ, double* d2logZ,
+                                double* dlogZ_dpar) noexcept nogil:
+    cdef double s, z, lphi, la, w, omw, r, sh, g
+    if eps <= 0.0:
+        # eps = 0 is the step likelihood; d log Z / d eps = (1 - 2 Phi) / Phi there.
+        if v == 0.0:
+            _step_point(y, m, 0.0, logZ, dlogZ_dpar)
+            dlogZ[0] = 0.0
+            d2logZ[0] = 0.0
+            return
+        _phi_moments(y, m, v, logZ, dlogZ, d2logZ)
+        z = _clamp(y * m / sqrt(v))
+        dlogZ_dpar[0] = -erf(z / GPC_SQRT2) * exp(-logZ[0])
+        return
+    if v == 0.0:
+        _step_point(y, m, eps, logZ, dlogZ_dpar)
+        dlogZ[0] = 0.0
+        d2logZ[0] = 0.0
+        return
+    s = sqrt(v)
+    z = _clamp(y * m / s)
+    lphi = log_ndtr_stable(z)
+    # la = log of (Gaussian part / eps part); w = (1 - 2 eps) Phi / Z = sigma(la).
+    la = log1p(-2.0 * eps) + lphi - log(eps)
+    w = _expit(la)
+    omw = _expit(-la)
+    if z > 0.0:
+        logZ[0] = log1p(-(eps + (1.0 - 2.0 * eps) * ndtr(-z)))
+    else:
+        logZ[0] = log(eps) - log_expit(-la)       # log(eps + (1 - 2 eps) Phi(z))
+    _mills(z, &r, &sh)
+    # d log Z / dz = g = w r;  d2 log Z / dz2 = -g (z + g), z + g = w s + (1 - w) z.
+    g = w * r
+    dlogZ[0] = y * g / s
+    d2logZ[0] = -g * (w * sh + omw * z) / v
+    # d log Z / d eps = (1 - 2 Phi(z)) / Z, 1 - 2 Phi(z) = -erf(z / sqrt 2).
+    dlogZ_dpar[0] = -erf(z / GPC_SQRT2) * exp(-logZ[0])
+
 
 # Z = int p(y|f) N(f; m, v) df: log Z, d log Z/dm, d^2 log Z/dm^2 and d log Z/d par[0]
 # (0 for likelihoods without parameters).  v >= 0; v == 0 gives the point values.
+# (Implementation detail: v < 0 or NaN gives NaN.  Step / noisy threshold at v == 0
+# and m == 0 use H(0) = 1/2 -- log Z = log(1/2) -- and return 0 for the m-derivatives,
+# whose v -> 0 limit diverges there.  Logit with v <= GPC_LOGIT_GH_VMAX needs `quad`;
+# without it (NULL or n == 0) the outputs are NaN.)
 cdef inline void lik_gauss_moments(int lik, double y, double m, double v, const double* par,
                                    const Quad* quad, double* logZ, double* dlogZ,
                                    double* d2logZ, double* dlogZ_dpar) noexcept nogil:
-    pass  # STUB
+    cdef double L, D1, D2
+    dlogZ_dpar[0] = 0.0
+    if not (v >= 0.0):
+        logZ[0] = NAN
+        dlogZ[0] = NAN
+        d2logZ[0] = NAN
+        dlogZ_dpar[0] = NAN
+        return
+    if lik == LIK_PROBIT:
+        _phi_moments(y, m, 1.0 + v, logZ, dlogZ, d2logZ)
+    elif lik == LIK_LOGIT:
+        _logit_logF(y * m, v, quad, &L, &D1, &D2)
+        logZ[0] = L
+        dlogZ[0] = y * D1
+        d2logZ[0] = D2
+    elif lik == LIK_STEP:
+        if v == 0.0:
+            _step_point(y, m, 0.0, logZ, &L)
+            dlogZ[0] = 0.0
+            d2logZ[0] = 0.0
+        else:
+            _phi_moments(y, m, v, logZ, dlogZ, d2logZ)
+    elif lik == LIK_NOISY_THRESHOLD:
+        _noisy_moments(y, m, v, par[0], logZ, dlogZ, d2logZ, dlogZ_dpar)
+    else:
+        logZ[0] = NAN
+        dlogZ[0] = NAN
+        d2logZ[0] = NAN
+        dlogZ_dpar[0] = NAN
+
 
 # p(y = +1) under f ~ N(m, v).
+# (Implementation detail: step / noisy threshold at v == 0 use H(0) = 1/2; logit
+# with v <= GPC_LOGIT_GH_VMAX and no `quad` gives NaN; v < 0 gives NaN.)
 cdef inline double lik_predict(int lik, double m, double v, const double* par,
                                const Quad* quad) noexcept nogil:
-    return 0.5  # STUB
+    cdef double L, D1, D2, h, eps
+    if not (v >= 0.0):
+        return NAN
+    if lik == LIK_PROBIT:
+        return ndtr(m / sqrt(1.0 + v))
+    if lik == LIK_LOGIT:
+        if m <= 0.0:
+            _logit_logF(m, v, quad, &L, &D1, &D2)
+            return exp(L)
+        _logit_logF(-m, v, quad, &L, &D1, &D2)
+        return -expm1(L)
+    if lik == LIK_STEP or lik == LIK_NOISY_THRESHOLD:
+        if v == 0.0:
+            if m > 0.0:
+                h = 1.0
+            elif m < 0.0:
+                h = 0.0
+            elif m == 0.0:
+                h = 0.5
+            else:
+                h = NAN
+        else:
+            h = ndtr(_clamp(m / sqrt(v)))
+        if lik == LIK_STEP:
+            return h
+        eps = par[0]
+        return eps + (1.0 - 2.0 * eps) * h
+    return NAN

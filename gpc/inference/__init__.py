@@ -1,1 +1,6 @@
-"""Placeholder."""
+"""Approximate inference methods, all behind :func:`gpc.infer`."""
+
+from ._base import InferenceResult, available_methods, get_method, infer, register
+from . import laplace as _laplace_module  # noqa: F401  (registers "laplace")
+
+__all__ = ["InferenceResult", "available_methods", "get_method", "infer", "register"]

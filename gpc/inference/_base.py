@@ -1,1 +1,145 @@
-"""Placeholder."""
+"""The contract every inference method implements, and the dispatcher `infer`."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import NotPositiveDefiniteError, as_kernel_matrix, as_pm1_labels
+from ..likelihoods import get_likelihood
+
+_METHODS = {}
+
+#: Jitter tried, relative to the mean prior variance, when a factorisation fails.
+JITTER_LADDER = (1e-10, 1e-8, 1e-6, 1e-4)
+
+
+@dataclass
+class InferenceResult:
+    """What every inference method returns.
+
+    Attributes
+    ----------
+    posterior : SitePosterior
+        How to predict: latent mean ``K_cross^T alpha`` and variance.
+    log_evidence : float
+        The method's approximation of ``log p(y | K, likelihood)``.
+    dK : ndarray of shape (n, n) or None
+        The total derivative of ``log_evidence`` with respect to ``K`` (symmetric);
+        for a kernel parameter t, ``d log_evidence / dt = sum(dK * dK/dt)``.
+        None when the gradient was not requested.
+    dlik : ndarray
+        Derivative of ``log_evidence`` with respect to the likelihood's parameters
+        (empty when it has none).
+    state : dict
+        What lets the next call warm-start (pass it back as ``init``).
+    info : dict
+        Diagnostics: iterations, convergence, jitter added, ...
+    """
+
+    posterior: object
+    log_evidence: float
+    dK: np.ndarray = None
+    dlik: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    state: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+
+def register(name):
+    """Decorator adding an inference function to the registry under ``name``."""
+
+    def deco(fn):
+        _METHODS[name] = fn
+        return fn
+
+    return deco
+
+
+def available_methods():
+    """Names accepted by :func:`infer`'s ``method``."""
+    return sorted(_METHODS)
+
+
+def get_method(method):
+    try:
+        return _METHODS[method]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown inference method {method!r}; choose one of {available_methods()}."
+        ) from None
+
+
+def infer(K, y, method="laplace", likelihood="probit", *, init=None,
+          compute_gradient=True, **options):
+    """Approximate GP classification posterior and evidence for a covariance matrix.
+
+    The K-level entry point of gpc: another library hands over a prior covariance
+    matrix and labels and gets back the posterior, the log evidence and its total
+    derivative with respect to K.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        Prior covariance of the latent function at the training inputs (symmetric,
+        positive semi-definite).
+    y : array-like of shape (n,)
+        Labels in {-1, +1}.
+    method : str, default="laplace"
+        Inference method; see :func:`available_methods`.
+    likelihood : str or Likelihood, default="probit"
+        "probit", "logit", "noisy_threshold", "step" or a likelihood object.
+    init : dict, optional
+        ``state`` of a previous result, to warm-start (ignored if its size differs).
+    compute_gradient : bool, default=True
+        Whether to compute ``dK`` (and ``dlik``).
+    **options
+        Method options (for Laplace: ``tol``, ``max_iter``).
+
+    Returns
+    -------
+    InferenceResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpc
+    >>> X = np.linspace(-2, 2, 5)[:, None]
+    >>> K = np.exp(-0.5 * (X - X.T) ** 2)
+    >>> res = gpc.infer(K, [-1, -1, 1, 1, 1], likelihood="logit")
+    >>> res.info["converged"]
+    True
+    >>> Ks = np.exp(-0.5 * (X - 0.5) ** 2)          # covariances with x* = 0.5
+    >>> p = res.posterior.predict_proba(Ks, [1.0], "logit")
+    >>> bool(0.5 < p[0] < 1)
+    True
+    """
+    fn = get_method(method)
+    Kf = as_kernel_matrix(K)
+    yv = as_pm1_labels(y, Kf.shape[0])
+    lik = get_likelihood(likelihood)
+    return fn(Kf, yv, lik, init=init, compute_gradient=compute_gradient, **options)
+
+
+def with_jitter(K, attempt, what="K"):
+    """Run ``attempt(K)``; if it reports a failed factorisation (returns None),
+    retry with growing jitter on the diagonal of K.
+
+    Returns ``(result, jitter)``; raises :class:`NotPositiveDefiniteError` when
+    the whole ladder fails.
+    """
+    res = attempt(K)
+    if res is not None:
+        return res, 0.0
+    n = K.shape[0]
+    scale = float(np.mean(np.diag(K))) if n else 1.0
+    scale = scale if scale > 0 else 1.0
+    for rel in JITTER_LADDER:
+        jitter = rel * scale
+        Kj = np.array(K, order="F", copy=True)
+        Kj[np.diag_indices(n)] += jitter
+        res = attempt(Kj)
+        if res is not None:
+            return res, jitter
+    raise NotPositiveDefiniteError(
+        f"{what} is not positive semi-definite: the factorisation failed even with "
+        f"jitter {JITTER_LADDER[-1]:g} x mean(diag(K)) added to the diagonal."
+    )
