@@ -36,8 +36,9 @@ def _psd_jitter(K, kernel):
     scale = float(np.mean(np.diag(K))) if n else 1.0
     if not scale > 0:
         raise NotPositiveDefiniteError(
-            f"The kernel {kernel!r} gives a covariance matrix whose diagonal is not "
-            "positive: it is not a valid covariance function.")
+            f"The kernel {kernel!r} gives a covariance matrix that is not positive "
+            "semi-definite (its mean prior variance is not positive): it is not a valid "
+            "covariance function.")
     for rel in JITTER_LADDER:
         try:
             cholesky(K + rel * scale * np.eye(n), lower=True, check_finite=False)
@@ -141,7 +142,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.jitter_ = jitter
         self.posterior_ = result.posterior
-        self.log_marginal_likelihood_value_ = float(result.log_evidence)
+        self.log_marginal_likelihood_value_ = np.float64(result.log_evidence)
         self.inference_info_ = result.info
         self.optimizer_result_ = optimum
         self._warm_state = (key, result.state)
@@ -210,9 +211,10 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             self.method, self._inference_options(), state=self._warm_state[1],
             jitter=self.jitter_)
         if eval_gradient:
-            return objective(theta)
+            value, grad = objective(theta)
+            return np.float64(value), grad
         result, _ = objective.infer(theta, compute_gradient=False)
-        return result.log_evidence
+        return np.float64(result.log_evidence)
 
 
 class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
@@ -284,8 +286,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     >>> gpc = GaussianProcessClassifier(1.0 * RBF(1.0), random_state=0).fit(X, y)
     >>> round(gpc.score(X, y), 4)
     0.9867
-    >>> gpc.predict_proba(X[:1, :]).round(2)
-    array([[0.83, 0.03, 0.14]])
+    >>> gpc.predict_proba(X[:1, :]).round(3)
+    array([[0.836, 0.032, 0.132]])
     """
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
@@ -309,12 +311,12 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def _vector_input(self):
         return self.kernel is None or self.kernel.requires_vector_input
 
-    def _validate_X(self, X, y=None):
-        kw = (dict(ensure_2d=True, dtype="numeric") if self._vector_input()
-              else dict(ensure_2d=False, dtype=None))
-        if y is None:
-            return validate_data(self, X, reset=False, **kw)
-        return validate_data(self, X, y, multi_output=False, **kw)
+    def _validation_kwargs(self):
+        return (dict(ensure_2d=True, dtype="numeric") if self._vector_input()
+                else dict(ensure_2d=False, dtype=None))
+
+    def _validate_X(self, X):
+        return validate_data(self, X, reset=False, **self._validation_kwargs())
 
     def fit(self, X, y):
         """Fit the Gaussian process classifier.
@@ -343,7 +345,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         saved = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
                  if k in self.__dict__}
         try:
-            X, y = self._validate_X(X, y)
+            X, y = validate_data(self, X, y, multi_output=False,
+                                 **self._validation_kwargs())
             classes = np.unique(y)
             if classes.size == 1:
                 raise ValueError(
@@ -367,8 +370,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                 base = binary
             base.fit(X, y)
             if classes.size > 2:
-                lml = float(np.mean([e.log_marginal_likelihood()
-                                     for e in base.estimators_]))
+                lml = np.mean([e.log_marginal_likelihood() for e in base.estimators_])
             else:
                 lml = base.log_marginal_likelihood()
         except BaseException:
@@ -461,8 +463,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"Shape of theta must be either {n_dims} or "
                              f"{n_dims * len(estimators)}. Obtained theta with shape "
                              f"{theta.shape[0]}.")
-        return float(np.mean([e.log_marginal_likelihood(t, clone_kernel=clone_kernel)
-                              for e, t in zip(estimators, parts)]))
+        return np.mean([e.log_marginal_likelihood(t, clone_kernel=clone_kernel)
+                        for e, t in zip(estimators, parts)])
 
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at X (binary problems only).

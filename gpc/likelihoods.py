@@ -545,8 +545,9 @@ class Step(Likelihood):
     """Noise-free step likelihood p(y | f) = H(y f), H(0) = 1/2.
 
     Not differentiable in f (use EP / ADF).  ``Z = Phi(y m / sqrt(v))``; at
-    ``v == 0`` the point values are returned with zero m-derivatives (at m == 0:
-    log Z = log(1/2), derivatives 0).
+    ``v == 0`` the point values are returned with zero m-derivatives: log Z = 0
+    for y m > 0, log(1/2) at m == 0 and -inf for y m < 0 (where the v -> 0 limit
+    of the derivatives diverges, as it does at m == 0).
 
     Examples
     --------

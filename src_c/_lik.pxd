@@ -14,7 +14,8 @@
 # ---------------
 # * Everything that can underflow is carried in log space; derivatives of log Z are
 #   written with the inverse Mills ratio r(z) = N(z)/Phi(z) and the shift
-#   s(z) = z + r(z) > 0.  For z < -4 both come from Laplace's continued fraction
+#   s(z) = z + r(z) > 0.  For z < -4 (z < -2 for the third derivative of log Phi)
+#   both come from Laplace's continued fraction
 #       Phi(z)/N(z) = 1/(x + 1/(x + 2/(x + 3/(x + ...)))),  x = -z,
 #   written as r = x + C1, C_k = k/(x + C_{k+1}); then s = C1 exactly, with no
 #   cancellation, and d^3/dz^3 log Phi(z) = 2 r C1^2 (C3 - C2)/(x + C3).
@@ -205,7 +206,8 @@ cdef inline void _mills_cf(double x, double* c1, double* c2, double* c3) noexcep
 
 
 cdef inline void _mills(double z, double* r, double* s) noexcept nogil:
-    # r = N(z)/Phi(z) and s = z + r (> 0), accurate to a few ulp for every z.
+    # r = N(z)/Phi(z) and s = z + r (> 0); relative error below ~4e-15 for every z
+    # (the direct difference in [-4, 0) loses at most ~eps z^2).
     cdef double c1, c2, c3
     if z >= GPC_CF_Z:
         r[0] = inv_mills(z)
@@ -520,8 +522,10 @@ cdef inline void _noisy_moments(double y, double m, double v, double eps, double
 # Z = int p(y|f) N(f; m, v) df: log Z, d log Z/dm, d^2 log Z/dm^2 and d log Z/d par[0]
 # (0 for likelihoods without parameters).  v >= 0; v == 0 gives the point values.
 # (Implementation detail: v < 0 or NaN gives NaN.  Step / noisy threshold at v == 0
-# and m == 0 use H(0) = 1/2 -- log Z = log(1/2) -- and return 0 for the m-derivatives,
-# whose v -> 0 limit diverges there.  Logit with v <= GPC_LOGIT_GH_VMAX needs `quad`;
+# return the point values with zero m-derivatives: Z = eps + (1 - 2 eps) H(y m) with
+# H(0) = 1/2, so log Z = log(1/2) at m == 0, where the v -> 0 limit of the
+# derivatives diverges, and log Z = -inf for the step with y m < 0 (there too the
+# limit of d log Z/dm is infinite, 0 is returned).  Logit with v <= GPC_LOGIT_GH_VMAX needs `quad`;
 # without it (NULL or n == 0) the outputs are NaN.)
 cdef inline void lik_gauss_moments(int lik, double y, double m, double v, const double* par,
                                    const Quad* quad, double* logZ, double* dlogZ,

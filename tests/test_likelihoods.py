@@ -460,9 +460,10 @@ def _p(lik, y):
                          ids=["probit", "step", "noisy_threshold"])
 @pytest.mark.parametrize("y", [1.0, -1.0])
 def test_closed_form_moments_against_quad(lik, y):
-    m, v = np.array(MV).T
+    mv = [(m, v) for m, v in MV if abs(m) / np.sqrt(v) < 30]   # quad's Z > 0
+    m, v = np.array(mv).T
     logZ, d1, d2, _ = lik.gauss_moments(y, m, v)
-    for i, (mi, vi) in enumerate(MV):
+    for i, (mi, vi) in enumerate(mv):
         ref = quad_moments(_p(lik, y), mi, vi, points=(0.0,))
         assert rel_err(np.exp(logZ[i]), np.exp(ref[0]), floor=1e-300) < 1e-8   # Z
         assert rel_err(logZ[i], ref[0]) < 1e-8
@@ -471,13 +472,14 @@ def test_closed_form_moments_against_quad(lik, y):
 
 
 def test_probit_moments_formula_far_tail():
-    m = -np.logspace(0, 12, 60)
     for v in (0.0, 1.0, 1e4):
-        logZ, d1, d2, _ = Probit().gauss_moments(1, m, v)
         s = np.sqrt(1 + v)
+        m = -np.logspace(2, 12, 60) * s
+        logZ, d1, d2, _ = Probit().gauss_moments(1, m, v)
         assert rel_err(logZ, special.log_ndtr(m / s), floor=0) < 1e-13
-        z = m / s
-        assert rel_err(d1, (-z + 1 / -z - 2 / -z ** 3) / s, floor=0) < 1e-6
+        x = -m / s
+        assert rel_err(d1, (x + 1 / x - 2 / x / x / x) / s, floor=0) < 1e-10
+        assert rel_err(d2, (-1 + 1 / x / x - 6 / x ** 4) / (1 + v), floor=0) < 1e-7
         assert np.all(d2 < 0) and np.all(d2 >= -1 / (1 + v))
 
 
@@ -487,13 +489,19 @@ def test_moment_derivatives_against_finite_differences(lik, y):
     m = np.concatenate([np.linspace(-40, 40, 81), [-300.0, 300.0, 2000.0, -2000.0]])
     for v in (0.05, 1.0, 1.49, 1.51, 7.0, 300.0):
         logZ, d1, d2, _ = lik.gauss_moments(y, m, v)
-        h = 1e-4 * np.sqrt(1 + v) * np.maximum(1, np.abs(m) / 100)
+        # a step well below the scale on which log Z varies (~ s / max(1, |m|/s))
+        s = np.sqrt(v if lik.code in (2, 3) else 1 + v)
+        h = 1e-5 * s / np.maximum(1, np.abs(m) / s)
         up, dn = lik.gauss_moments(y, m + h, v), lik.gauss_moments(y, m - h, v)
         fd1 = (up[0] - dn[0]) / (2 * h)
         fd2 = (up[1] - dn[1]) / (2 * h)
-        ok = np.isfinite(logZ) & (np.abs(d1) > 1e-250)
-        assert np.max(np.abs(fd1 - d1)[ok] / np.maximum(np.abs(d1[ok]), 1e-8)) < 1e-6, v
-        assert np.max(np.abs(fd2 - d2)[ok] / np.maximum(np.abs(d2[ok]), 1e-6)) < 1e-5, v
+        ok = np.isfinite(logZ)
+        # rounding noise of the differences: ~1e-16 of the differenced values / h
+        # (and an absolute 1e-300 for subnormal results)
+        noise1 = 1e-14 * np.maximum(1, np.abs(logZ)) / h + 1e-300
+        noise2 = 1e-14 * np.abs(d1) / h + 1e-300
+        assert np.all((np.abs(fd1 - d1) <= 1e-6 * np.abs(d1) + noise1)[ok]), v
+        assert np.all((np.abs(fd2 - d2) <= 1e-5 * np.abs(d2) + noise2)[ok]), v
 
 
 def test_noisy_threshold_eps_derivative():
@@ -503,11 +511,13 @@ def test_noisy_threshold_eps_derivative():
             for y in (1, -1):
                 lik = NoisyThreshold(eps=eps, eps_bounds=(0, 0.5))
                 logZ, _, _, deps = lik.gauss_moments(y, m, v)
-                h = 1e-6 * eps
+                h = 1e-4 * eps
                 up = lik.with_params([eps + h]).gauss_moments(y, m, v)[0]
                 dn = lik.with_params([eps - h]).gauss_moments(y, m, v)[0]
-                assert rel_err(deps, (up - dn) / (2 * h), floor=1e-3) < 1e-6
-                z = y * m / np.sqrt(v) if v > 0 else np.sign(y * m) * np.inf
+                noise = 1e-14 * np.maximum(1, np.abs(logZ)) / h
+                assert np.all(np.abs(deps - (up - dn) / (2 * h)) <= 1e-6 * np.abs(deps) + noise)
+                z = y * m / np.sqrt(v) if v > 0 else np.where(y * m > 0, np.inf, -np.inf)
+                z[m == 0] = 0.0
                 Z = eps + (1 - 2 * eps) * special.ndtr(z)
                 assert rel_err(deps, (1 - 2 * special.ndtr(z)) / Z, floor=1e-12) < 1e-10
     for lik in (Probit(), Logit(), Step()):
@@ -528,11 +538,12 @@ def test_point_limits():
         np.testing.assert_array_equal(d1, 0.0)
         np.testing.assert_array_equal(d2, 0.0)
         np.testing.assert_allclose(dp, (1 - 2 * np.heaviside(y * m, 0.5)) / np.exp(logZ))
-        # and v -> 0 approaches them away from the threshold
-        away = m != 0
-        for lik in (Step(), NoisyThreshold(eps=eps)):
-            a = lik.gauss_moments(y, m[away], 1e-12)
-            b = lik.gauss_moments(y, m[away], 0.0)
+        # and v -> 0 approaches them away from the threshold (for the step on the
+        # wrong side Z -> 0 and d log Z/dm diverges: there v == 0 returns log Z =
+        # -inf with zero derivatives)
+        for lik, keep in ((Step(), y * m > 0), (NoisyThreshold(eps=eps), m != 0)):
+            a = lik.gauss_moments(y, m[keep], 1e-12)
+            b = lik.gauss_moments(y, m[keep], 0.0)
             for k in range(4):
                 np.testing.assert_allclose(a[k], b[k], rtol=1e-12, atol=1e-300)
         # probit / logit: v == 0 is log p and its derivatives
@@ -600,7 +611,7 @@ def _check_moments(lik, y, m, v):
     logZ, d1, d2, dp = lik.gauss_moments(y, m, v)
     z = np.abs(m) / np.sqrt(1 + v if lik.code in (0, 1) else max(v, 1e-300))
     assert not np.any(np.isnan([logZ, d1, d2, dp]))
-    if z < 1e150 or lik.code == 2:
+    if (z < 1e150 and (v > 0 or lik.code != 3)) or lik.code == 2:
         assert np.isfinite(logZ)
     if z < 1e100:
         assert np.isfinite(d1) and np.isfinite(d2) and np.isfinite(dp)
@@ -610,7 +621,7 @@ def _check_moments(lik, y, m, v):
         assert d2 <= 0                # log-concave
     assert v * d2 >= -1 - 1e-12       # tilted variance v (1 + v d2) >= 0
     if lik.code == 1:
-        assert abs(d1) <= 1 and d2 >= -0.25
+        assert abs(d1) <= 1 + 1e-14 and d2 >= -0.25 * (1 + 1e-14)
 
 
 @pytest.mark.parametrize("lik", MOMENT_LIKS, ids=repr)
@@ -625,13 +636,15 @@ def test_moments_wide_grid(lik):
                 _check_moments(lik, y, ms[i], v)
             assert not np.any(np.isnan(np.array([logZ, d1, d2, dp])))
             # log Z is nondecreasing in y m
-            order = np.argsort(y * ms)
-            assert np.all(np.diff(logZ[order]) >= -1e-13 * np.abs(logZ[order][1:]))
+            lz = logZ[np.argsort(y * ms)]
+            lz = lz[np.isfinite(lz)]
+            assert np.all(np.diff(lz) >= -1e-13 * np.abs(lz[1:]))
             if lik.code != 2:
                 assert np.all(d2 <= 0) and np.all(y * d1 >= 0)
 
 
-@given(m=st.floats(-1e4, 1e4), v=st.floats(0.0, 1e6), y=st.sampled_from([-1.0, 1.0]),
+@given(m=st.floats(-1e4, 1e4), v=st.just(0.0) | st.floats(1e-300, 1e6),
+       y=st.sampled_from([-1.0, 1.0]),
        which=st.integers(0, len(MOMENT_LIKS) - 1))
 @HYP
 def test_moments_property(m, v, y, which):
@@ -640,9 +653,8 @@ def test_moments_property(m, v, y, which):
 
 @given(mu=st.floats(-1e3, 1e3), logv=st.floats(-6, 6))
 @HYP
-def test_logit_tilted_bounds_property(mu, logv):
-    # E_t[sigma(-z)] lies in [0, 1] and approaches sigma(-mu)-like limits; the
-    # quadrature value is a probability and consistent with predict.
+def test_logit_predict_matches_moments_property(mu, logv):
+    # predict(m, v) = Z(y=+1) = exp(log Z), a probability, on both sides of the switch
     v = 10.0 ** logv
     logZ = Logit().gauss_moments(1, mu, v)[0]
     p = Logit().predict(mu, v)

@@ -1,0 +1,273 @@
+"""The estimator: agreement with scikit-learn, scikit-learn conventions, bad input."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
+from sklearn.gaussian_process.kernels import RBF, DotProduct, Kernel, Matern
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_estimator
+
+import gpc
+from gpc import GaussianProcessClassifier
+from gpc.datasets import load_dataset, load_pima
+
+
+def binary_data(n=60, d=3, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] + 0.3 * rng.randn(n) > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("kernel", [
+    1.0 * RBF(1.0),
+    C(3.0) * RBF([0.5, 2.0, 1.0]),
+    C(0.5) * Matern(0.8, nu=1.5) + C(0.1),
+])
+def test_fixed_kernel_matches_sklearn(kernel):
+    X, y = binary_data()
+    ours = GaussianProcessClassifier(kernel, optimizer=None).fit(X, y)
+    ref = SkGPC(kernel, optimizer=None).fit(X, y)
+    assert ours.log_marginal_likelihood_value_ == pytest.approx(
+        ref.log_marginal_likelihood_value_, rel=1e-6)
+    Xt, _ = binary_data(40, seed=1)
+    m1, v1 = ours.latent_mean_and_variance(Xt)
+    m2, v2 = ref.latent_mean_and_variance(Xt)
+    np.testing.assert_allclose(m1, m2, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(v1, v2, rtol=1e-6, atol=1e-12)
+    # scikit-learn integrates the logistic against the Gaussian with a 5-erf mixture,
+    # gpc with Gauss-Hermite quadrature: they agree to 1e-3.
+    np.testing.assert_allclose(ours.predict_proba(Xt), ref.predict_proba(Xt), atol=1e-3)
+    np.testing.assert_array_equal(ours.predict(Xt), ref.predict(Xt))
+
+
+def test_iris_docstring_example():
+    # scikit-learn's docstring: score 0.9866..., and its printed probabilities.
+    X, y = load_iris(return_X_y=True)
+    clf = GaussianProcessClassifier(1.0 * RBF(1.0), random_state=0).fit(X, y)
+    assert clf.score(X, y) == pytest.approx(0.98666666, abs=1e-6)
+    expected = [[0.83548752, 0.03228706, 0.13222543], [0.79064206, 0.06525643, 0.14410151]]
+    np.testing.assert_allclose(clf.predict_proba(X[:2, :]), expected, atol=1e-3)
+    ref = SkGPC(1.0 * RBF(1.0), random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), atol=1e-3)
+    assert clf.log_marginal_likelihood_value_ == pytest.approx(
+        ref.log_marginal_likelihood_value_, rel=1e-6)
+
+
+def test_optimised_evidence_at_least_sklearns():
+    X, y = binary_data(80, 3, seed=3)
+    kernel = C(1.0) * RBF(np.ones(3))
+    ours = GaussianProcessClassifier(kernel).fit(X, y)
+    ref = SkGPC(kernel).fit(X, y)
+    assert ours.log_marginal_likelihood_value_ >= ref.log_marginal_likelihood_value_ - 1e-6
+    # The stored value is the evidence at the stored kernel.
+    assert ours.log_marginal_likelihood(ours.kernel_.theta) == pytest.approx(
+        ours.log_marginal_likelihood_value_, rel=1e-12)
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logit"])
+def test_gpc_kernels_and_likelihoods(likelihood):
+    X, y = binary_data(50, 2, seed=4)
+    kernel = gpc.kernels.paper_kernel(length_scale=[1.0, 1.0])
+    clf = GaussianProcessClassifier(kernel, likelihood=likelihood).fit(X, y)
+    assert clf.score(X, y) > 0.8
+    lml, grad = clf.log_marginal_likelihood(clf.kernel_.theta, eval_gradient=True)
+    # At the optimum the gradient vanishes where theta is inside its bounds.
+    inside = ((clf.kernel_.theta > clf.kernel_.bounds[:, 0] + 1e-6)
+              & (clf.kernel_.theta < clf.kernel_.bounds[:, 1] - 1e-6))
+    assert np.all(np.abs(grad[inside]) < 1e-3)
+
+
+def test_likelihood_without_derivatives_is_a_clear_error():
+    X, y = binary_data(20)
+    with pytest.raises(ValueError, match="derivatives"):
+        GaussianProcessClassifier(likelihood="step").fit(X, y)
+
+
+def test_priors_shift_the_optimum():
+    X, y = binary_data(40, 2, seed=5)
+    kernel = C(1.0, (1e-3, 1e3)) * RBF(1.0, (1e-2, 1e2))
+    free = GaussianProcessClassifier(kernel).fit(X, y)
+    tight = GaussianProcessClassifier(
+        kernel, priors={"k2__length_scale": gpc.LogNormalPrior(np.log(20.0), 0.01)}
+    ).fit(X, y)
+    assert tight.kernel_.k2.length_scale == pytest.approx(20.0, rel=0.05)
+    assert free.kernel_.k2.length_scale != pytest.approx(20.0, rel=0.05)
+    with pytest.raises(ValueError, match="unknown hyperparameters"):
+        GaussianProcessClassifier(kernel, priors={"nope": gpc.GammaPrior()}).fit(X, y)
+
+
+def test_restarts_are_reproducible_and_never_worse():
+    X, y = binary_data(40, 2, seed=6)
+    kernel = C(1.0, (1e-2, 1e2)) * RBF([1e-2, 1e-2], (1e-3, 1e2))
+    a = GaussianProcessClassifier(kernel, n_restarts_optimizer=3, random_state=1).fit(X, y)
+    b = GaussianProcessClassifier(kernel, n_restarts_optimizer=3, random_state=1).fit(X, y)
+    c = GaussianProcessClassifier(kernel).fit(X, y)
+    np.testing.assert_array_equal(a.kernel_.theta, b.kernel_.theta)
+    assert a.log_marginal_likelihood_value_ >= c.log_marginal_likelihood_value_ - 1e-9
+
+
+def test_warm_start_refit_on_other_data_uses_no_stale_state():
+    X, y = binary_data(50, 2, seed=7)
+    X2, y2 = binary_data(50, 2, seed=8)
+    kernel = C(1.0) * RBF([1.0, 1.0])
+    warm = GaussianProcessClassifier(kernel, warm_start=True).fit(X, y).fit(X2, y2)
+    cold = GaussianProcessClassifier(kernel).fit(X2, y2)
+    assert warm.log_marginal_likelihood_value_ == pytest.approx(
+        cold.log_marginal_likelihood_value_, rel=1e-7)
+    # Refitting the same data warm starts from the stored mode.
+    again = GaussianProcessClassifier(kernel, warm_start=True, optimizer=None).fit(X, y)
+    n_cold = again.base_estimator_.inference_info_["n_iter"]
+    again.fit(X, y)
+    assert again.base_estimator_.inference_info_["n_iter"] < n_cold
+
+
+def test_sklearn_machinery():
+    X, y = binary_data(60, 2, seed=9)
+    pipe = make_pipeline(StandardScaler(), GaussianProcessClassifier(1.0 * RBF(1.0)))
+    assert cross_val_score(pipe, X, y, cv=3).mean() > 0.7
+    grid = GridSearchCV(GaussianProcessClassifier(optimizer=None),
+                        {"kernel": [1.0 * RBF(0.3), 1.0 * RBF(3.0)],
+                         "likelihood": ["logit", "probit"]}, cv=3).fit(X, y)
+    assert grid.best_score_ > 0.7
+    clf = GaussianProcessClassifier(1.0 * RBF(1.0)).fit(X, y)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+    cl = clone(clf)
+    assert not hasattr(cl, "base_estimator_")
+    assert cl.get_params()["kernel"] == clf.kernel
+
+
+def test_check_estimator():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(GaussianProcessClassifier(), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
+              if r["status"] == "failed"]
+    assert failed == []
+
+
+def test_multiclass_one_vs_one_and_rest():
+    X, y = load_iris(return_X_y=True)
+    ovr = GaussianProcessClassifier(1.0 * RBF(1.0), optimizer=None).fit(X, y)
+    ovo = GaussianProcessClassifier(1.0 * RBF(1.0), optimizer=None,
+                                    multi_class="one_vs_one").fit(X, y)
+    assert ovr.score(X, y) > 0.9 and ovo.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="one_vs_one"):
+        ovo.predict_proba(X)
+    with pytest.raises(ValueError, match="Unknown multi-class"):
+        GaussianProcessClassifier(multi_class="all").fit(X, y)
+
+
+class _IndefiniteKernel(Kernel):
+    """A 'kernel' with a strongly negative eigenvalue on the training set."""
+
+    def __init__(self):
+        pass
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        Y = X if Y is None else Y
+        K = np.cos(3 * (X[:, :1] - Y[:, :1].T)) - 0.9 * (X[:, :1] @ Y[:, :1].T) ** 2
+        return K
+
+    def diag(self, X):
+        return np.diag(self(X))
+
+    def is_stationary(self):
+        return False
+
+
+def _assert_unchanged(clf, before):
+    assert clf.predict_proba(before[0]).tolist() == before[1]
+    assert clf.log_marginal_likelihood_value_ == before[2]
+
+
+@pytest.mark.parametrize("X_bad,y_bad,match", [
+    (np.array([[np.nan, 1.0]] * 4), [0, 1, 0, 1], "NaN"),
+    (np.array([[np.inf, 1.0]] * 4), [0, 1, 0, 1], "infinity"),
+    (np.ones((4, 2)), [0.0, np.nan, 1.0, 0.0], "NaN"),
+    (np.ones((4, 2)), [1, 1, 1, 1], "2 or more distinct classes"),
+    (np.ones((4, 2)), [0, 1, 0], "inconsistent numbers of samples"),
+    (np.ones((0, 2)), [], "0 sample"),
+    (np.ones(4), [0, 1, 0, 1], "2D array"),
+    (np.array([["a", "b"]] * 4), [0, 1, 0, 1], "could not convert|numeric"),
+])
+def test_bad_input_leaves_fitted_estimator_untouched(X_bad, y_bad, match):
+    X, y = binary_data(30, 2)
+    clf = GaussianProcessClassifier(1.0 * RBF(1.0)).fit(X, y)
+    before = (X[:5], clf.predict_proba(X[:5]).tolist(), clf.log_marginal_likelihood_value_)
+    with pytest.raises(ValueError, match=match):
+        clf.fit(X_bad, y_bad)
+    _assert_unchanged(clf, before)
+    assert clf.n_features_in_ == 2
+
+
+def test_non_psd_kernel_is_named_in_the_error():
+    X, y = binary_data(30, 2)
+    clf = GaussianProcessClassifier(1.0 * RBF(1.0)).fit(X, y)
+    before = (X[:5], clf.predict_proba(X[:5]).tolist(), clf.log_marginal_likelihood_value_)
+    with pytest.raises(gpc.NotPositiveDefiniteError, match="_IndefiniteKernel"):
+        GaussianProcessClassifier(_IndefiniteKernel()).fit(X, y)
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        clf.set_params(kernel=_IndefiniteKernel(), optimizer=None).fit(X, y)
+    clf.set_params(kernel=1.0 * RBF(1.0), optimizer="fmin_l_bfgs_b")
+    _assert_unchanged(clf, before)
+
+
+def test_rank_deficient_psd_kernel_fits():
+    # A linear kernel on 2-D inputs: K has rank 2 with n = 30 (PSD, singular).
+    X, y = binary_data(30, 2)
+    clf = GaussianProcessClassifier(DotProduct(sigma_0=0.0, sigma_0_bounds="fixed")).fit(X, y)
+    assert np.isfinite(clf.log_marginal_likelihood_value_)
+
+
+def test_float32_and_noncontiguous_X():
+    X, y = binary_data(40, 3)
+    ref = GaussianProcessClassifier(1.0 * RBF(1.0), optimizer=None).fit(X, y)
+    big = np.zeros((80, 6))
+    big[::2, ::2] = X
+    for Xv in (X.astype(np.float32), big[::2, ::2], np.asfortranarray(X)):
+        clf = GaussianProcessClassifier(1.0 * RBF(1.0), optimizer=None).fit(Xv, y)
+        assert clf.log_marginal_likelihood_value_ == pytest.approx(
+            ref.log_marginal_likelihood_value_, rel=1e-5)
+        np.testing.assert_allclose(clf.predict_proba(Xv), ref.predict_proba(X), atol=1e-5)
+
+
+def test_any_two_labels():
+    X, y = binary_data(30, 2)
+    labels = np.array(["no", "yes"])[y]
+    clf = GaussianProcessClassifier(optimizer=None).fit(X, labels)
+    assert set(clf.predict(X)) <= {"no", "yes"}
+    np.testing.assert_array_equal(clf.classes_, ["no", "yes"])
+
+
+def test_verbose_progress(capsys):
+    X, y = binary_data(30, 2)
+    GaussianProcessClassifier(C(1.0) * RBF(1.0), verbose=1).fit(X, y)
+    assert "[gpc] start 1/1" in capsys.readouterr().out
+
+
+def test_convergence_warning_when_max_iter_too_small():
+    X, y = binary_data(30, 2)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        GaussianProcessClassifier(C(50.0) * RBF(1.0), optimizer=None,
+                                  max_iter_predict=1).fit(X, y)
+
+
+def test_bundled_data_sets():
+    X, y = load_dataset("crabs")
+    assert X.shape == (200, 6) and y.sum() == 100
+    Xtr, ytr, Xte, yte = load_pima()
+    assert Xtr.shape == (200, 7) and Xte.shape == (332, 7)
+    assert (ytr.sum(), yte.sum()) == (68, 109)
+    with pytest.raises(ValueError, match="Unknown data set"):
+        load_dataset("usps")
