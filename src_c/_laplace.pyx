@@ -13,7 +13,7 @@ from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 
 from _blas cimport chol_lower, chol_inverse_lower, chol_solve_lower, symv_lower, dot
-from _lik cimport lik_derivs
+from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP
 
 # Status codes returned by newton_mode (read from Python as _laplace.STATUS_*).
 cdef enum:
@@ -77,6 +77,24 @@ cdef double _max_abs(const double* x, int n) noexcept nogil:
     return m
 
 
+def _check_shapes(K, n, **arrays):
+    """Refuse mismatched buffers (the loops run without bounds checks)."""
+    if K.shape[0] != K.shape[1]:
+        raise ValueError(f"K must be square, got {tuple(K.shape)[:2]}.")
+    for name, a in arrays.items():
+        want = (n, n) if name in ("L", "dK") else (n,)
+        if tuple(a.shape)[:len(want)] != want:
+            raise ValueError(f"{name} must have shape {want}, got "
+                             f"{tuple(a.shape)[:len(want)]}.")
+
+
+def _check_par(int lik, par):
+    if lik == LIK_NOISY_THRESHOLD and par.shape[0] < 1:
+        raise ValueError("the noisy threshold likelihood needs its parameter eps.")
+    if lik < LIK_PROBIT or lik > LIK_STEP:
+        raise ValueError(f"unknown likelihood code {lik}.")
+
+
 def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
                 const double[::1] par, double[::1] alpha, double[::1] f,
                 double[::1] sW, double[::1, :] L, double tol, int max_iter):
@@ -119,6 +137,8 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     cdef double* fp = &f[0]
     cdef double* parp = <double*> &par[0] if par.shape[0] > 0 else NULL
 
+    _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L)
+    _check_par(lik, par)
     if n == 0:
         return ST_OK, 0, True, 0.0, 0.0, 0
     work = <double*> malloc(8 * n * sizeof(double))
@@ -250,6 +270,8 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
     cdef const double* Kp = &K[0, 0]
     cdef const double* Lp = &L[0, 0]
     cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
+    _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L, dK=dK)
+    _check_par(lik, par)
     if n == 0:
         return 0
     work = <double*> malloc(3 * n * sizeof(double))
