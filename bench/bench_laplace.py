@@ -100,6 +100,14 @@ def bench_optimise(n, repeat):
     return row
 
 
+def blas_description():
+    from threadpoolctl import threadpool_info
+
+    libs = [f"{i.get('internal_api')} {i.get('version')} ({i.get('num_threads')} threads)"
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    return ", ".join(libs) or "unknown BLAS"
+
+
 def report(fixed, opt, argv):
     lines = [
         "# Benchmark results",
@@ -107,7 +115,8 @@ def report(fixed, opt, argv):
         f"Command: `python {' '.join(argv)}`  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__},"
-        f" scikit-learn {sklearn.__version__}, gpc {gpc.__version__}.",
+        f" scikit-learn {sklearn.__version__}, gpc {gpc.__version__}; BLAS: "
+        f"{blas_description()}.",
         "",
         "## Laplace, fixed kernel (8-D, `C(2) * RBF(ARD, sqrt(8))`, logit)",
         "",

@@ -32,8 +32,8 @@ class LogNormalPrior:
     --------
     >>> from gpc import LogNormalPrior
     >>> value, grad = LogNormalPrior(0.0, 1.0).log_density(0.0)
-    >>> round(value, 6), grad
-    (-0.918939, -0.0)
+    >>> print(round(float(value), 6), float(grad))
+    -0.918939 -0.0
     """
 
     def __init__(self, mu=0.0, sigma=1.0):
@@ -69,7 +69,7 @@ class GammaPrior:
     --------
     >>> from gpc import GammaPrior
     >>> value, grad = GammaPrior(2.0, 1.0).log_density(0.0)
-    >>> round(grad, 6)
+    >>> print(round(float(grad), 6))
     1.0
     """
 

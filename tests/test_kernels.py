@@ -1,6 +1,5 @@
 """Tests for gpc.kernels: contraction, gradients, scikit-learn compatibility."""
 
-import doctest
 import pickle
 
 import numpy as np
@@ -679,12 +678,7 @@ def test_is_psd_by_construction():
         is_psd_by_construction("rbf")
 
 
-def test_public_api_and_docstring_examples():
+def test_public_api_is_documented():
     for name in gk.__all__:
         obj = getattr(gk, name)
         assert obj.__doc__, name
-    result = doctest.testmod(
-        gk, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS, verbose=False
-    )
-    assert result.attempted > 20
-    assert result.failed == 0

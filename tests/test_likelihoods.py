@@ -1,7 +1,6 @@
 """Tests of gpc.likelihoods and the Cython likelihood kernels (gpc._moments)."""
 
 import copy
-import doctest
 from decimal import Decimal, localcontext
 import pickle
 import warnings
@@ -229,11 +228,6 @@ def test_pickle_deepcopy_clone(lik):
     est = clone(Est(likelihood=lik))
     assert repr(est.likelihood) == repr(lik) and est.likelihood is not lik
     assert "likelihood__" not in str(Est(likelihood=lik).get_params(deep=False))
-
-
-def test_doctests():
-    res = doctest.testmod(gl, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert res.attempted > 10 and res.failed == 0
 
 
 # --------------------------------------------------------------------------------
