@@ -40,21 +40,3 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
         return K.T
     return np.asfortranarray(K)
 
-
-def as_pm1_labels(y, n=None, name="y"):
-    """Validate binary labels in {-1, +1} and return them as contiguous float64."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {y.shape}.")
-    if y.dtype.kind not in "fiub":
-        raise ValueError(f"{name} must contain the numbers -1 and +1, got dtype {y.dtype}.")
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if n is not None and y.shape[0] != n:
-        raise ValueError(f"{name} has {y.shape[0]} labels but K is {n} x {n}.")
-    bad = (y != 1.0) & (y != -1.0)
-    if bad.any():
-        raise ValueError(
-            f"{name} must contain only -1 and +1 (found {y[bad][0]!r}); "
-            "map two classes c0 < c1 to -1, +1 first."
-        )
-    return y

@@ -61,7 +61,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
                  random_state=None, method=_DEFAULT_METHOD, likelihood="logit",
-                 priors=None, verbose=0):
+                 inference_options=None, priors=None, verbose=0):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -71,11 +71,14 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.method = method
         self.likelihood = likelihood
+        self.inference_options = inference_options
         self.priors = priors
         self.verbose = verbose
 
     def _inference_options(self):
-        return {"max_iter": int(self.max_iter_predict)}
+        options = dict(self.inference_options or {})
+        options[get_method(self.method).max_iter_option] = int(self.max_iter_predict)
+        return options
 
     def fit(self, X, y):
         """Fit the binary classifier (all state is set only once fitting succeeded).
@@ -91,6 +94,10 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         """
         kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
         likelihood = get_likelihood(self.likelihood)
+        if not likelihood.is_classification:
+            raise ValueError(f"likelihood {likelihood.name!r} is a regression likelihood;"
+                             " GaussianProcessClassifier needs a classification one "
+                             "(logit, probit, noisy_threshold, step).")
         get_method(self.method)
         if not (isinstance(self.max_iter_predict, (int, np.integer))
                 and self.max_iter_predict >= 1):
@@ -239,7 +246,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     n_restarts_optimizer : int, default=0
         Extra optimiser starts drawn uniformly within the log-bounds.
     max_iter_predict : int, default=100
-        Maximum number of iterations of the inference (Newton steps for Laplace).
+        Maximum number of iterations of the inference (Newton steps for Laplace,
+        sweeps for EP).
     warm_start : bool, default=False
         Start the inference of a refit on the same data from the previous fit's state.
         (Within one fit, evaluations are always warm-started.)
@@ -252,9 +260,14 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     n_jobs : int, default=None
         Parallel jobs for the multi-class binary problems.
     method : str, default="laplace"
-        Approximate inference method (see :func:`gpc.available_methods`).
+        Approximate inference method: "laplace" or "ep" (see
+        :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
-        "logit", "probit", or a :mod:`gpc.likelihoods` object.
+        "logit", "probit", "noisy_threshold", "step" (the last two need
+        ``method="ep"``), or a :mod:`gpc.likelihoods` object.
+    inference_options : dict, default=None
+        Further options of the inference method, e.g.
+        ``{"updates": "parallel"}`` for EP (see :func:`gpc.infer`).
     priors : dict or sequence, default=None
         Priors on log-hyperparameters added to the optimised objective: a dict
         mapping hyperparameter names (e.g. ``"k2__length_scale"``) to
@@ -293,7 +306,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
                  random_state=None, multi_class="one_vs_rest", n_jobs=None,
-                 method=_DEFAULT_METHOD, likelihood="logit", priors=None, verbose=0):
+                 method=_DEFAULT_METHOD, likelihood="logit", inference_options=None,
+                 priors=None, verbose=0):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
@@ -305,6 +319,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.method = method
         self.likelihood = likelihood
+        self.inference_options = inference_options
         self.priors = priors
         self.verbose = verbose
 
@@ -357,7 +372,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                 n_restarts_optimizer=self.n_restarts_optimizer,
                 max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
                 copy_X_train=self.copy_X_train, random_state=self.random_state,
-                method=self.method, likelihood=self.likelihood, priors=self.priors,
+                method=self.method, likelihood=self.likelihood,
+                inference_options=self.inference_options, priors=self.priors,
                 verbose=self.verbose)
             if self.warm_start and getattr(self, "base_estimator_", None) is not None \
                     and classes.size == 2 and hasattr(self.base_estimator_, "_warm_state"):

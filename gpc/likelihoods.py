@@ -1,4 +1,4 @@
-"""Likelihoods p(y | f) for binary Gaussian process classification.
+"""Likelihoods p(y | f) for binary Gaussian process classification (and regression).
 
 Labels are ``y`` in {-1, +1} and ``f`` is the latent function value.  With
 ``z = y * f``:
@@ -10,15 +10,20 @@ class                     p(y | f)                                derivatives
 :class:`Logit`            sigma(z) = 1 / (1 + exp(-z))            yes
 :class:`NoisyThreshold`   eps + (1 - 2 eps) H(z)                  no
 :class:`Step`             H(z)                                    no
+:class:`Gaussian`         N(y; f, s2), y real (regression)        yes
 ========================  ======================================  ===============
 
-(``H`` is the Heaviside step with H(0) = 1/2.)  Every likelihood offers
+(``H`` is the Heaviside step with H(0) = 1/2.)  :class:`Gaussian` is the regression
+likelihood, with real targets ``y``: with it the approximate methods must reproduce
+exact GP regression, which makes it a test bed for them.  Every likelihood offers
 
 * ``log_lik(y, f)`` and, when differentiable, ``derivatives(y, f)`` (log p and
   its first three derivatives in f, used by Laplace's method);
 * ``gauss_moments(y, m, v)``: log Z with Z = int p(y | f) N(f; m, v) df, its first
   two derivatives in m and its derivative in the likelihood parameter (EP, ADF);
-* ``predict(m, v)``: p(y = +1) with f ~ N(m, v).
+* ``predict(m, v)``: p(y = +1) with f ~ N(m, v) (classification likelihoods only);
+* ``check_targets(y, n)``: validation of training targets (labels in {-1, +1} for
+  the classification likelihoods, finite reals for the Gaussian).
 
 The numerical work happens in the typed Cython kernels of ``src_c/_lik.pxd``
 (also used by the inference loops); the classes only validate, broadcast and
@@ -49,12 +54,14 @@ __all__ = [
     "Logit",
     "NoisyThreshold",
     "Step",
+    "Gaussian",
     "NotDifferentiableError",
     "get_likelihood",
     "LIK_PROBIT",
     "LIK_LOGIT",
     "LIK_NOISY_THRESHOLD",
     "LIK_STEP",
+    "LIK_GAUSSIAN",
 ]
 
 #: Likelihood codes understood by the Cython kernels (``src_c/_lik.pxd``).
@@ -62,6 +69,7 @@ LIK_PROBIT = int(_moments.LIK_PROBIT)
 LIK_LOGIT = int(_moments.LIK_LOGIT)
 LIK_NOISY_THRESHOLD = int(_moments.LIK_NOISY_THRESHOLD)
 LIK_STEP = int(_moments.LIK_STEP)
+LIK_GAUSSIAN = int(_moments.LIK_GAUSSIAN)
 
 _EMPTY = np.zeros(0)
 _EMPTY.flags.writeable = False
@@ -103,7 +111,7 @@ def _shaped(out, shape):
 
 
 class Likelihood:
-    """Base class of the binary likelihoods p(y | f), y in {-1, +1}.
+    """Base class of the likelihoods p(y | f): binary, y in {-1, +1}, or regression.
 
     Subclasses only fix the kernel code and the parameters; the computations are
     shared.  Objects carry no fitted state: they are cheap to copy, picklable, and
@@ -119,6 +127,9 @@ class Likelihood:
         Short name, as accepted by :func:`get_likelihood`.
     has_derivatives : bool
         Whether :meth:`derivatives` is available (needed by Laplace's method).
+    is_classification : bool
+        True for the binary likelihoods (labels in {-1, +1}), False for the
+        regression likelihood :class:`Gaussian` (real targets).
     param_names : tuple of str
         Names of the entries of :attr:`params`.
     """
@@ -126,6 +137,7 @@ class Likelihood:
     code = -1
     name = "likelihood"
     has_derivatives = False
+    is_classification = True
     param_names = ()
 
     # --- scikit-learn style parameters -----------------------------------------
@@ -215,14 +227,80 @@ class Likelihood:
         """Log Gauss-Hermite weights for the kernels (empty unless a rule is used)."""
         return _EMPTY
 
+    # --- targets -------------------------------------------------------------
+    def _targets(self, y):
+        """Elementwise targets of the computations (any shape): labels +-1 here."""
+        return _labels(y)
+
+    def check_targets(self, y, n=None):
+        """Validate training targets and return them as a contiguous float64 array.
+
+        Classification likelihoods accept exactly the labels -1 and +1; the
+        regression likelihood :class:`Gaussian` accepts any finite real numbers.
+
+        Parameters
+        ----------
+        y : array_like of shape (n,)
+            Targets (1-D, numeric).
+        n : int, optional
+            Required length (the number of training points).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            C-contiguous float64 copy (or view) of ``y``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not 1-D or not numeric, has the wrong length, or holds a
+            value the likelihood does not accept.
+
+        Examples
+        --------
+        >>> from gpc.likelihoods import Gaussian, Probit
+        >>> Probit().check_targets([1, -1, 1], 3)
+        array([ 1., -1.,  1.])
+        >>> Gaussian().check_targets([0.5, -2.0])
+        array([ 0.5, -2. ])
+        """
+        cls = self.is_classification
+        what = "labels" if cls else "targets"
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+        if y.dtype.kind not in "fiub":
+            if cls:
+                raise ValueError(f"y must contain the numbers -1 and +1, got dtype "
+                                 f"{y.dtype}.")
+            raise ValueError(f"y must contain real numbers (regression targets for the "
+                             f"{self.name!r} likelihood), got dtype {y.dtype}.")
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if n is not None and y.shape[0] != n:
+            raise ValueError(f"y has {y.shape[0]} {what} but {n} were expected "
+                             f"(K is {n} x {n}).")
+        if cls:
+            bad = (y != 1.0) & (y != -1.0)
+            if bad.any():
+                raise ValueError(
+                    f"y must contain only -1 and +1 (found {float(y[bad][0])!r}); "
+                    "map two classes c0 < c1 to -1, +1 first."
+                )
+        else:
+            bad = ~np.isfinite(y)
+            if bad.any():
+                raise ValueError(f"y must contain finite real numbers (found "
+                                 f"{float(y[bad][0])!r}).")
+        return y
+
     # --- computations ----------------------------------------------------------
     def log_lik(self, y, f):
         """log p(y | f), elementwise with broadcasting.
 
         Parameters
         ----------
-        y : array_like of {-1, +1}
-            Labels.
+        y : array_like
+            Labels in {-1, +1} (real targets for :class:`Gaussian`).
         f : array_like
             Latent values.
 
@@ -232,7 +310,7 @@ class Likelihood:
             ``log p(y | f)`` in the broadcast shape.
         """
         self._validate()
-        shape, (y, f) = _flat(_labels(y), f)
+        shape, (y, f) = _flat(self._targets(y), f)
         return _shaped(_moments.log_lik(self.code, y, f, self.params), shape)
 
     def derivatives(self, y, f):
@@ -240,8 +318,8 @@ class Likelihood:
 
         Parameters
         ----------
-        y : array_like of {-1, +1}
-            Labels.
+        y : array_like
+            Labels in {-1, +1} (real targets for :class:`Gaussian`).
         f : array_like
             Latent values.
 
@@ -264,7 +342,7 @@ class Likelihood:
                 f"the {self.name!r} likelihood has no derivatives in f: Laplace's "
                 "method needs a differentiable likelihood ('probit' or 'logit'); use "
                 "EP or ADF with this one")
-        shape, (y, f) = _flat(_labels(y), f)
+        shape, (y, f) = _flat(self._targets(y), f)
         out = _moments.loglik_derivs(self.code, y, f, self.params)
         return tuple(_shaped(a, shape) for a in out)
 
@@ -273,8 +351,8 @@ class Likelihood:
 
         Parameters
         ----------
-        y : array_like of {-1, +1}
-            Labels.
+        y : array_like
+            Labels in {-1, +1} (real targets for :class:`Gaussian`).
         m, v : array_like
             Mean and variance (``v >= 0``; ``v == 0`` gives point values) of f.
 
@@ -285,7 +363,7 @@ class Likelihood:
             ``log Z`` in the (first) likelihood parameter, zero when there is none.
         """
         self._validate()
-        shape, (y, m, v) = _flat(_labels(y), m, _variances(v))
+        shape, (y, m, v) = _flat(self._targets(y), m, _variances(v))
         out = _moments.gauss_moments(self.code, y, m, v, self.params,
                                      self.quad_x, self.quad_logw)
         return tuple(_shaped(a, shape) for a in out)
@@ -568,11 +646,129 @@ class Step(Likelihood):
         pass
 
 
+class Gaussian(Likelihood):
+    """Gaussian (regression) likelihood p(y | f) = N(y; f, s2), y real.
+
+    Not a classification likelihood: targets are real numbers and there is no
+    class probability (:meth:`predict` raises).  Its Gaussian integral is exact,
+    ``Z = N(y; m, v + s2)``, with ``d log Z / d s2 = ((y - m)^2 / (v + s2)^2 -
+    1 / (v + s2)) / 2`` returned as the parameter derivative.  Every approximate
+    inference method is exact with it (Laplace: one Newton step), so it checks
+    them against GP regression; it also serves models that need regression noise.
+
+    Parameters
+    ----------
+    noise_variance : float, default=1.0
+        The noise variance s2 > 0, in ``noise_variance_bounds``.
+    noise_variance_bounds : (float, float) or "fixed", default=(1e-6, 1e6)
+        Range allowed when learning ``noise_variance`` (0 < low <= high < inf);
+        "fixed" pins it.
+
+    Attributes
+    ----------
+    params : ndarray of shape (1,)
+        ``[noise_variance]``.
+    param_bounds : ndarray of shape (1, 2)
+        ``[noise_variance_bounds]`` (``[[s2, s2]]`` when fixed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.likelihoods import Gaussian
+    >>> lik = Gaussian(noise_variance=0.5)
+    >>> lik
+    Gaussian(noise_variance=0.5, noise_variance_bounds=(1e-06, 1000000.0))
+    >>> lp, d1, d2, d3 = lik.derivatives(1.5, 1.0)
+    >>> print(f"{d1:.3f} {d2:.3f} {d3:.3f}")
+    1.000 -2.000 0.000
+    >>> logZ, dlogZ, d2logZ, dlogZ_ds2 = lik.gauss_moments(1.5, 1.0, 0.5)
+    >>> print(f"{np.exp(logZ):.6f} {dlogZ:.3f} {d2logZ:.3f} {dlogZ_ds2:.4f}")
+    0.352065 0.500 -1.000 -0.3750
+    >>> lik.is_classification
+    False
+    """
+
+    code = LIK_GAUSSIAN
+    name = "gaussian"
+    has_derivatives = True
+    is_classification = False
+    param_names = ("noise_variance",)
+
+    def __init__(self, noise_variance=1.0, noise_variance_bounds=(1e-6, 1e6)):
+        self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
+        self._validate()
+
+    def _bounds(self):
+        b = self.noise_variance_bounds
+        if isinstance(b, str):
+            if b != "fixed":
+                raise ValueError(f"noise_variance_bounds must be a pair or 'fixed', "
+                                 f"got {b!r}")
+            return float(self.noise_variance), float(self.noise_variance)
+        try:
+            lo, hi = (float(x) for x in b)
+        except (TypeError, ValueError):
+            raise ValueError(f"noise_variance_bounds must be a pair (low, high) or "
+                             f"'fixed', got {b!r}") from None
+        if not (0.0 < lo <= hi < np.inf):
+            raise ValueError(f"noise_variance_bounds must satisfy 0 < low <= high < inf, "
+                             f"got {b!r}")
+        return lo, hi
+
+    def _validate(self):
+        s2 = self.noise_variance
+        if isinstance(s2, bool) or not isinstance(s2, numbers.Real):
+            raise TypeError(f"noise_variance must be a real number, got {s2!r}")
+        s2 = float(s2)
+        if not (0.0 < s2 < np.inf):
+            raise ValueError(f"noise_variance must be positive and finite, got {s2!r}")
+        lo, hi = self._bounds()
+        if not lo <= s2 <= hi:
+            raise ValueError(f"noise_variance={s2!r} lies outside "
+                             f"noise_variance_bounds={self.noise_variance_bounds!r}")
+
+    @property
+    def params(self):
+        """``[noise_variance]`` as a new float64 array."""
+        return np.array([float(self.noise_variance)])
+
+    @property
+    def param_bounds(self):
+        """``[[low, high]]`` from ``noise_variance_bounds``."""
+        return np.array([self._bounds()])
+
+    def _targets(self, y):
+        """Elementwise targets: any real numbers (NaN propagates)."""
+        y = np.asarray(y)
+        if y.dtype.kind not in "fiub":
+            raise ValueError(f"targets y must be real numbers, got dtype {y.dtype}")
+        return y.astype(np.float64, copy=False)
+
+    def predict(self, m, v):
+        """Not available: the Gaussian is a regression likelihood.
+
+        There is no class +1 to give a probability for.  Use the latent mean and
+        variance instead (e.g. ``SitePosterior.latent_mean_and_variance``); the
+        predictive distribution of a new target is ``N(mean, var + noise_variance)``.
+
+        Raises
+        ------
+        ValueError
+            Always.
+        """
+        raise ValueError(
+            "the 'gaussian' likelihood is a regression likelihood: p(y = +1) is not "
+            "defined.  Use the latent mean and variance instead (the predictive "
+            "distribution of a target is N(mean, var + noise_variance)).")
+
+
 _REGISTRY = {
     "probit": Probit,
     "logit": Logit,
     "noisy_threshold": NoisyThreshold,
     "step": Step,
+    "gaussian": Gaussian,
 }
 
 
@@ -582,8 +778,8 @@ def get_likelihood(spec):
     Parameters
     ----------
     spec : str, Likelihood subclass or Likelihood
-        One of ``"probit"``, ``"logit"``, ``"noisy_threshold"``, ``"step"``
-        (case-insensitive; "-" or " " may replace "_"), a likelihood class
+        One of ``"probit"``, ``"logit"``, ``"noisy_threshold"``, ``"step"``,
+        ``"gaussian"`` (case-insensitive; "-" or " " may replace "_"), a likelihood class
         (instantiated with defaults), or an instance.
 
     Returns

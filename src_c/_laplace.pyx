@@ -13,7 +13,7 @@ from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 
 from _blas cimport chol_lower, chol_inverse_lower, chol_solve_lower, symv_lower, dot
-from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP
+from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN
 
 # Status codes returned by newton_mode (read from Python as _laplace.STATUS_*).
 cdef enum:
@@ -89,10 +89,12 @@ def _check_shapes(K, n, **arrays):
 
 
 def _check_par(int lik, par):
+    if lik < LIK_PROBIT or lik > LIK_GAUSSIAN:
+        raise ValueError(f"unknown likelihood code {lik}.")
     if lik == LIK_NOISY_THRESHOLD and par.shape[0] < 1:
         raise ValueError("the noisy threshold likelihood needs its parameter eps.")
-    if lik < LIK_PROBIT or lik > LIK_STEP:
-        raise ValueError(f"unknown likelihood code {lik}.")
+    if lik == LIK_GAUSSIAN and par.shape[0] < 1:
+        raise ValueError("the Gaussian likelihood needs its noise variance.")
 
 
 def newton_mode(const double[::1, :] K, const double[::1] y, int lik,

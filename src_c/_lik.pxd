@@ -5,9 +5,11 @@
 # are installed inside the `gpc` package while this folder is not a package).
 # `_moments.pyx` wraps them for Python (tests, the likelihood classes).
 #
-# Labels are y in {-1, +1}.  Likelihood codes are the LIK_* constants below; `par`
-# points at the likelihood's parameters (noisy threshold: par[0] = eps, the label-flip
-# probability; the others ignore it).  `quad` is a probabilists' Gauss-Hermite rule for
+# Labels are y in {-1, +1} for the classification likelihoods; the Gaussian
+# (regression) likelihood takes any real y.  Likelihood codes are the LIK_* constants
+# below; `par` points at the likelihood's parameters (noisy threshold: par[0] = eps, the
+# label-flip probability; Gaussian: par[0] = s2 > 0, the noise variance; the others
+# ignore it).  `quad` is a probabilists' Gauss-Hermite rule for
 # N(0, 1): E[g(u)] ~ sum_k exp(logw[k]) g(x[k]), sum_k exp(logw[k]) = 1.
 #
 # Numerical notes
@@ -42,6 +44,7 @@ cdef enum:
     LIK_LOGIT = 1
     LIK_NOISY_THRESHOLD = 2
     LIK_STEP = 3
+    LIK_GAUSSIAN = 4
 
 ctypedef struct Quad:
     int n
@@ -59,6 +62,7 @@ cdef extern from *:
     #define GPC_SQRT_2_OVER_PI 0.7978845608028654
     #define GPC_INV_SQRT_2PI 0.3989422804014327
     #define GPC_LOG_HALF (-0.6931471805599453)
+    #define GPC_LOG_2PI 1.8378770664093453
     /* Below this z the Mills ratio comes from the continued fraction. */
     #define GPC_CF_Z (-4.0)
     /* ... and below this z for the third derivative of log Phi. */
@@ -118,6 +122,7 @@ cdef extern from *:
     const double GPC_SQRT_2_OVER_PI
     const double GPC_INV_SQRT_2PI
     const double GPC_LOG_HALF
+    const double GPC_LOG_2PI
     const double GPC_CF_Z
     const double GPC_CF_Z3
     const double GPC_LSM_TAU[64]
@@ -239,13 +244,59 @@ cdef inline void _probit_derivs_z(double z, double* lp, double* d1, double* d2,
     d2[0] = -r * s
 
 
+# ---------------------------------------------------------------------------------
+# Gaussian (regression) likelihood p(y|f) = N(y; f, s2): log density and derivatives,
+# and the exact Gaussian integral Z = N(y; m, v + s2).
+
+cdef inline void _gauss_lik(double y, double f, double s2, double* lp, double* d1,
+                            double* d2, double* d3) noexcept nogil:
+    cdef double r
+    if not (s2 > 0.0):
+        lp[0] = NAN
+        d1[0] = NAN
+        d2[0] = NAN
+        d3[0] = NAN
+        return
+    r = (y - f) / s2
+    # (y - f)^2 / s2 as r (y - f): no overflow of (y - f)^2 before the division.
+    lp[0] = -0.5 * (GPC_LOG_2PI + log(s2) + r * (y - f))
+    d1[0] = r
+    d2[0] = -1.0 / s2
+    d3[0] = 0.0
+
+
+cdef inline void _gauss_moments(double y, double m, double v, double s2, double* logZ,
+                                double* dlogZ, double* d2logZ,
+                                double* dlogZ_dpar) noexcept nogil:
+    # S = v + s2: log Z = log N(y; m, S), d/dm = (y - m)/S, d2/dm2 = -1/S and
+    # d log Z / d s2 = d log Z / d S = ((y - m)^2/S^2 - 1/S)/2.
+    cdef double S, r
+    if not (s2 > 0.0):
+        logZ[0] = NAN
+        dlogZ[0] = NAN
+        d2logZ[0] = NAN
+        dlogZ_dpar[0] = NAN
+        return
+    S = v + s2
+    r = (y - m) / S
+    logZ[0] = -0.5 * (GPC_LOG_2PI + log(S) + r * (y - m))
+    dlogZ[0] = r
+    d2logZ[0] = -1.0 / S
+    dlogZ_dpar[0] = 0.5 * (r * r - 1.0 / S)
+
+
 # log p(y|f) and its first three derivatives in f.  Returns 0, or -1 when the
 # likelihood has no derivatives (step, noisy threshold); outputs are then undefined.
+# Gaussian: log N(y; f, s2), (y - f)/s2, -1/s2, 0.
 # (Implementation detail: for step / noisy threshold lp is still log p(y|f), with
-# p(y|0) = 1/2, and d1..d3 are NaN.)
+# p(y|0) = 1/2, and d1..d3 are NaN.  Gaussian with s2 <= 0 or NaN: NaN outputs,
+# return value 0.)
 cdef inline int lik_derivs(int lik, double y, double f, const double* par,
                            double* lp, double* d1, double* d2, double* d3) noexcept nogil:
     cdef double z = y * f, e, sp, sm, eps
+    if lik == LIK_GAUSSIAN:
+        _gauss_lik(y, f, par[0], lp, d1, d2, d3)
+        return 0
     if lik == LIK_PROBIT:
         _probit_derivs_z(z, lp, d1, d2, d3)
         d1[0] = y * d1[0]
@@ -521,6 +572,8 @@ cdef inline void _noisy_moments(double y, double m, double v, double eps, double
 
 # Z = int p(y|f) N(f; m, v) df: log Z, d log Z/dm, d^2 log Z/dm^2 and d log Z/d par[0]
 # (0 for likelihoods without parameters).  v >= 0; v == 0 gives the point values.
+# Gaussian (par[0] = s2): exact, Z = N(y; m, v + s2), d log Z/d s2 =
+# ((y - m)^2/(v + s2)^2 - 1/(v + s2))/2.
 # (Implementation detail: v < 0 or NaN gives NaN.  Step / noisy threshold at v == 0
 # return the point values with zero m-derivatives: Z = eps + (1 - 2 eps) H(y m) with
 # H(0) = 1/2, so log Z = log(1/2) at m == 0, where the v -> 0 limit of the
@@ -554,6 +607,8 @@ cdef inline void lik_gauss_moments(int lik, double y, double m, double v, const 
             _phi_moments(y, m, v, logZ, dlogZ, d2logZ)
     elif lik == LIK_NOISY_THRESHOLD:
         _noisy_moments(y, m, v, par[0], logZ, dlogZ, d2logZ, dlogZ_dpar)
+    elif lik == LIK_GAUSSIAN:
+        _gauss_moments(y, m, v, par[0], logZ, dlogZ, d2logZ, dlogZ_dpar)
     else:
         logZ[0] = NAN
         dlogZ[0] = NAN
@@ -561,7 +616,9 @@ cdef inline void lik_gauss_moments(int lik, double y, double m, double v, const 
         dlogZ_dpar[0] = NAN
 
 
-# p(y = +1) under f ~ N(m, v).
+# p(y = +1) under f ~ N(m, v).  Not meaningful for the Gaussian (regression)
+# likelihood, which has no class +1: NaN is returned for it (and for unknown codes);
+# its predictive is the latent N(m, v) plus the noise s2.
 # (Implementation detail: step / noisy threshold at v == 0 use H(0) = 1/2; logit
 # with v <= GPC_LOGIT_GH_VMAX and no `quad` gives NaN; v < 0 gives NaN.)
 cdef inline double lik_predict(int lik, double m, double v, const double* par,

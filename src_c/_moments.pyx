@@ -3,7 +3,9 @@
 Private module: the public interface is :mod:`gpc.likelihoods`.  Every array
 argument is converted to a C-contiguous float64 1-D array; arrays of one call must
 have equal length (the likelihood classes broadcast before calling).  The loops run
-without the GIL.
+without the GIL.  Targets ``y`` are not checked here: labels in {-1, +1} for the
+classification codes, any real numbers for ``LIK_GAUSSIAN`` (par[0] = noise variance
+> 0; a non-positive one gives NaN).
 """
 import numpy as np
 from scipy.special import roots_hermitenorm
@@ -17,14 +19,17 @@ LIK_PROBIT = _lik.LIK_PROBIT
 LIK_LOGIT = _lik.LIK_LOGIT
 LIK_NOISY_THRESHOLD = _lik.LIK_NOISY_THRESHOLD
 LIK_STEP = _lik.LIK_STEP
+LIK_GAUSSIAN = _lik.LIK_GAUSSIAN
 
 #: Logit Gaussian moments use the Gauss-Hermite rule for v <= this variance and a
 #: fixed 64-node logistic scale-mixture rule above it (see ``_lik.pxd``).
 LOGIT_GH_VMAX = float(GPC_LOGIT_GH_VMAX)
 
 _NAMES = {LIK_PROBIT: "probit", LIK_LOGIT: "logit",
-          LIK_NOISY_THRESHOLD: "noisy_threshold", LIK_STEP: "step"}
-_NPAR = {LIK_PROBIT: 0, LIK_LOGIT: 0, LIK_NOISY_THRESHOLD: 1, LIK_STEP: 0}
+          LIK_NOISY_THRESHOLD: "noisy_threshold", LIK_STEP: "step",
+          LIK_GAUSSIAN: "gaussian"}
+_NPAR = {LIK_PROBIT: 0, LIK_LOGIT: 0, LIK_NOISY_THRESHOLD: 1, LIK_STEP: 0,
+         LIK_GAUSSIAN: 1}
 _EMPTY = np.zeros(0)
 _EMPTY.flags.writeable = False
 
@@ -176,7 +181,7 @@ def gauss_moments(int lik, y, m, v, par=None, quad_x=None, quad_logw=None):
 
 
 def predict(int lik, m, v, par=None, quad_x=None, quad_logw=None):
-    """p(y = +1) under f ~ N(m, v)."""
+    """p(y = +1) under f ~ N(m, v) (NaN for ``LIK_GAUSSIAN``, which has no classes)."""
     lik, par = _check_lik(lik, par)
     qx, qw = _quad(quad_x, quad_logw)
     cdef const double[::1] mv = _vec(m, "m"), vv = _vec(v, "v")

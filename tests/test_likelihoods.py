@@ -13,8 +13,8 @@ from scipy.optimize import brentq
 
 import gpc.likelihoods as gl
 from gpc import _moments as M
-from gpc.likelihoods import (Likelihood, Logit, NoisyThreshold, NotDifferentiableError,
-                             Probit, Step, get_likelihood)
+from gpc.likelihoods import (Gaussian, Likelihood, Logit, NoisyThreshold,
+                             NotDifferentiableError, Probit, Step, get_likelihood)
 
 ALL = [Probit(), Logit(), NoisyThreshold(eps=0.1), Step()]
 IDS = [lik.name for lik in ALL]
@@ -147,8 +147,9 @@ def test_get_likelihood():
     assert got is not user and repr(got) == repr(user)
     got.set_params(eps=0.3)
     assert user.eps == 0.2
-    with pytest.raises(ValueError, match="'probit', 'logit', 'noisy_threshold', 'step'"):
-        get_likelihood("gaussian")
+    with pytest.raises(ValueError,
+                       match="'probit', 'logit', 'noisy_threshold', 'step', 'gaussian'"):
+        get_likelihood("normal")
     with pytest.raises(TypeError):
         get_likelihood(3)
     bad = Logit()
@@ -776,3 +777,172 @@ def test_base_class_is_abstract_enough():
     assert issubclass(Probit, Likelihood)
     with pytest.raises(TypeError):
         get_likelihood(Likelihood)
+
+
+# --------------------------------------------------------------------------------
+# Gaussian (regression) likelihood
+
+def _gauss_logpdf(y, m, s2):
+    return -0.5 * np.log(2 * np.pi * s2) - 0.5 * (y - m) ** 2 / s2
+
+
+def test_gaussian_construction_and_params():
+    assert gl.LIK_GAUSSIAN == M.LIK_GAUSSIAN == 4
+    lik = Gaussian()
+    assert repr(lik) == "Gaussian(noise_variance=1.0, noise_variance_bounds=(1e-06, 1000000.0))"
+    assert lik.code == 4 and lik.name == "gaussian" and lik.has_derivatives
+    assert lik.is_classification is False
+    assert all(other.is_classification is True for other in ALL)
+    assert isinstance(get_likelihood("Gaussian"), Gaussian)
+    lik = Gaussian(noise_variance=0.3, noise_variance_bounds=(0.01, 10.0))
+    assert lik.param_names == ("noise_variance",)
+    np.testing.assert_array_equal(lik.params, [0.3])
+    np.testing.assert_array_equal(lik.param_bounds, [[0.01, 10.0]])
+    new = lik.with_params([2.0])
+    assert new.noise_variance == 2.0 and lik.noise_variance == 0.3
+    np.testing.assert_array_equal(Gaussian(0.2, "fixed").param_bounds, [[0.2, 0.2]])
+    for kw in [dict(noise_variance=0.0), dict(noise_variance=-1.0),
+               dict(noise_variance=np.inf), dict(noise_variance=np.nan),
+               dict(noise_variance=20.0, noise_variance_bounds=(0.1, 10.0)),
+               dict(noise_variance_bounds=(0.0, 1.0)), dict(noise_variance_bounds=(2.0, 1.0)),
+               dict(noise_variance_bounds=(1e-3, np.inf)), dict(noise_variance_bounds="free")]:
+        with pytest.raises(ValueError):
+            Gaussian(**kw)
+    with pytest.raises(TypeError):
+        Gaussian(noise_variance="1")
+    with pytest.raises(ValueError):
+        lik.with_params([100.0])       # outside the bounds
+    for other in (pickle.loads(pickle.dumps(lik)), copy.deepcopy(lik)):
+        assert repr(other) == repr(lik)
+
+
+@pytest.mark.parametrize("s2", [1e-4, 0.3, 1.0, 50.0])
+def test_gaussian_derivatives(s2):
+    lik = Gaussian(s2)
+    y = np.array([-3.0, 0.0, 0.25, 7.5])[:, None]
+    f = np.linspace(-10, 10, 41)[None, :]
+    lp, d1, d2, d3 = lik.derivatives(y, f)
+    assert rel_err(lp, _gauss_logpdf(y, f, s2)) < 1e-14
+    assert rel_err(lik.log_lik(y, f), lp, floor=0) == 0
+    assert rel_err(d1, (y - f) / s2) < 1e-15
+    np.testing.assert_array_equal(d2, np.full(d2.shape, -1 / s2))
+    np.testing.assert_array_equal(d3, 0.0)
+    h = 1e-5 * np.sqrt(s2)
+    for k in range(3):
+        fd = (lik.derivatives(y, f + h)[k] - lik.derivatives(y, f - h)[k]) / (2 * h)
+        exact = (d1, d2, d3)[k]
+        noise = 1e-14 * np.maximum(1, np.abs(lik.derivatives(y, f)[k])) / h
+        assert np.all(np.abs(fd - exact) <= 1e-7 * np.abs(exact) + noise), k
+    # the kernel wrappers take real y for this code
+    out = M.loglik_derivs(M.LIK_GAUSSIAN, np.array([0.5]), np.array([0.0]), [s2])
+    assert out[1][0] == pytest.approx(0.5 / s2, rel=1e-15)
+
+
+@pytest.mark.parametrize("s2", [0.05, 1.0, 20.0])
+def test_gaussian_moments_against_quad_and_closed_form(s2):
+    lik = Gaussian(s2)
+    for y in (-2.5, 0.0, 1.3):
+        for m in (-4.0, -0.5, 0.0, 2.0):
+            for v in (0.0, 0.01, 0.7, 9.0):
+                logZ, d1, d2, dpar = lik.gauss_moments(y, m, v)
+                S = v + s2
+                assert rel_err(logZ, _gauss_logpdf(y, m, S)) < 1e-14
+                assert rel_err(d1, (y - m) / S) < 1e-15
+                assert rel_err(d2, -1 / S) < 1e-15
+                assert rel_err(dpar, 0.5 * ((y - m) ** 2 / S ** 2 - 1 / S)) < 1e-14
+                if v > 0:
+                    p = lambda f: np.exp(_gauss_logpdf(y, f, s2))  # noqa: E731
+                    ref = quad_moments(p, m, v, points=(y,))
+                    assert rel_err(logZ, ref[0]) < 1e-9
+                    assert rel_err(d1, ref[1]) < 1e-8
+                    assert rel_err(d2, ref[2]) < 1e-7
+
+
+def test_gaussian_moment_derivatives_against_finite_differences():
+    y = np.array([-3.0, 0.0, 0.4, 5.0])[:, None]
+    m = np.linspace(-8, 8, 33)[None, :]
+    for s2 in (0.01, 1.0, 30.0):
+        lik = Gaussian(s2)
+        for v in (0.0, 0.3, 4.0):
+            logZ, d1, d2, dpar = lik.gauss_moments(y, m, v)
+            h = 1e-5 * np.sqrt(v + s2)
+            up, dn = lik.gauss_moments(y, m + h, v), lik.gauss_moments(y, m - h, v)
+            noise = 1e-14 * np.maximum(1, np.abs(logZ)) / h
+            assert np.all(np.abs((up[0] - dn[0]) / (2 * h) - d1) <= 1e-7 * np.abs(d1) + noise)
+            noise = 1e-14 * np.maximum(1, np.abs(d1)) / h
+            assert np.all(np.abs((up[1] - dn[1]) / (2 * h) - d2) <= 1e-7 * np.abs(d2) + noise)
+            hs = 1e-5 * s2
+            lup = lik.with_params([s2 + hs]).gauss_moments(y, m, v)[0]
+            ldn = lik.with_params([s2 - hs]).gauss_moments(y, m, v)[0]
+            noise = 1e-14 * np.maximum(1, np.abs(logZ)) / hs
+            fd = (lup - ldn) / (2 * hs)
+            assert np.all(np.abs(fd - dpar) <= 1e-7 * np.abs(dpar) + noise), (s2, v)
+
+
+def test_gaussian_kernel_edge_cases():
+    one = np.ones(2)
+    # a non-positive noise variance gives NaN in the kernels (the class refuses it)
+    for s2 in (0.0, -1.0, np.nan):
+        assert np.isnan(M.gauss_moments(M.LIK_GAUSSIAN, one, one, one, [s2])).all()
+        assert np.isnan(M.loglik_derivs(M.LIK_GAUSSIAN, one, one, [s2])).all()
+    # no class probability: the kernel gives NaN, the class raises
+    assert np.isnan(M.predict(M.LIK_GAUSSIAN, one, one, [1.0])).all()
+    with pytest.raises(ValueError, match="parameter"):
+        M.gauss_moments(M.LIK_GAUSSIAN, one, one, one)
+    with pytest.raises(ValueError, match="regression likelihood.*latent mean and variance"):
+        Gaussian().predict(0.0, 1.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        Gaussian().gauss_moments(0.0, 0.0, -1.0)
+    with pytest.raises(ValueError, match="real numbers"):
+        Gaussian().log_lik(["a"], 0.0)
+    # far tails stay finite, no warnings
+    m = np.array([-1e150, -1e10, 0.0, 1e10, 1e150])
+    logZ, d1, d2, dpar = Gaussian(1.0).gauss_moments(0.0, m, 1.0)
+    assert np.all(np.isfinite(logZ)) and np.all(np.isfinite(d1)) and np.all(d2 == -0.5)
+    assert np.isnan(Gaussian().log_lik(np.nan, 0.0))
+
+
+def test_check_targets_classification():
+    for lik in ALL:
+        y = lik.check_targets([1, -1, 1], 3)
+        assert y.dtype == np.float64 and y.flags.c_contiguous
+        np.testing.assert_array_equal(y, [1.0, -1.0, 1.0])
+        np.testing.assert_array_equal(lik.check_targets(np.array([1, -1], np.int8)), [1, -1])
+        view = np.array([-1.0, 0.0, 1.0])[::2]                    # non-contiguous
+        got = lik.check_targets(view, 2)
+        assert got.flags.c_contiguous
+        np.testing.assert_array_equal(got, [-1.0, 1.0])
+        assert lik.check_targets(np.zeros(0), 0).shape == (0,)
+        with pytest.raises(ValueError, match=r"only -1 and \+1 \(found 0.5\)"):
+            lik.check_targets([1, 0.5])
+        with pytest.raises(ValueError, match=r"-1 and \+1"):
+            lik.check_targets([0, 1])
+        with pytest.raises(ValueError, match=r"-1 and \+1"):
+            lik.check_targets([1.0, np.nan])
+        with pytest.raises(ValueError, match="3 labels but 2"):
+            lik.check_targets([1, -1, 1], 2)
+        with pytest.raises(ValueError, match="1-D"):
+            lik.check_targets([[1, -1]])
+        with pytest.raises(ValueError, match="1-D"):
+            lik.check_targets(1.0)
+        with pytest.raises(ValueError, match="numbers -1 and \\+1"):
+            lik.check_targets(["a", "b"])
+
+
+def test_check_targets_regression():
+    lik = Gaussian()
+    y = lik.check_targets([0.5, -3, 1e10], 3)
+    assert y.dtype == np.float64 and y.flags.c_contiguous
+    np.testing.assert_array_equal(y, [0.5, -3.0, 1e10])
+    np.testing.assert_array_equal(lik.check_targets(np.arange(4, dtype=np.int32)), [0, 1, 2, 3])
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match="finite"):
+            lik.check_targets([0.0, bad])
+    with pytest.raises(ValueError, match="3 targets but 4"):
+        lik.check_targets([1.0, 2.0, 3.0], 4)
+    with pytest.raises(ValueError, match="1-D"):
+        lik.check_targets(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="real numbers"):
+        lik.check_targets(["a", "b"])
+    with pytest.raises(ValueError, match="real numbers"):
+        lik.check_targets(np.array([1 + 1j]))

@@ -1,6 +1,7 @@
 """Approximate inference methods, all behind :func:`gpc.infer`."""
 
 from ._base import InferenceResult, available_methods, get_method, infer, register
+from . import ep as _ep_module  # noqa: F401  (registers "ep")
 from . import laplace as _laplace_module  # noqa: F401  (registers "laplace")
 
 __all__ = ["InferenceResult", "available_methods", "get_method", "infer", "register"]

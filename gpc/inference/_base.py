@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import NotPositiveDefiniteError, as_kernel_matrix, as_pm1_labels
+from .._validation import NotPositiveDefiniteError, as_kernel_matrix
 from ..likelihoods import get_likelihood
 
 _METHODS = {}
@@ -44,10 +44,15 @@ class InferenceResult:
     info: dict = field(default_factory=dict)
 
 
-def register(name):
-    """Decorator adding an inference function to the registry under ``name``."""
+def register(name, max_iter_option="max_iter"):
+    """Decorator adding an inference function to the registry under ``name``.
+
+    ``max_iter_option`` names the function's iteration limit (Newton steps, EP
+    sweeps, ...), which the estimators set from ``max_iter_predict``.
+    """
 
     def deco(fn):
+        fn.max_iter_option = max_iter_option
         _METHODS[name] = fn
         return fn
 
@@ -82,11 +87,13 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         Prior covariance of the latent function at the training inputs (symmetric,
         positive semi-definite).
     y : array-like of shape (n,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1}; real targets for the "gaussian" (regression)
+        likelihood (checked by the likelihood's ``check_targets``).
     method : str, default="laplace"
         Inference method; see :func:`available_methods`.
     likelihood : str or Likelihood, default="probit"
-        "probit", "logit", "noisy_threshold", "step" or a likelihood object.
+        "probit", "logit", "noisy_threshold", "step", "gaussian" or a likelihood
+        object.
     init : dict, optional
         ``state`` of a previous result, to warm-start (ignored if its size differs).
     compute_gradient : bool, default=True
@@ -114,8 +121,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     """
     fn = get_method(method)
     Kf = as_kernel_matrix(K)
-    yv = as_pm1_labels(y, Kf.shape[0])
     lik = get_likelihood(likelihood)
+    yv = lik.check_targets(y, Kf.shape[0])
     return fn(Kf, yv, lik, init=init, compute_gradient=compute_gradient, **options)
 
 

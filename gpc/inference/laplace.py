@@ -40,7 +40,9 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
     Returns
     -------
     InferenceResult
-        ``log_evidence = psi(f_hat) - sum(log(diag(L)))``; ``state = {"alpha": a}``;
+        ``log_evidence = psi(f_hat) - sum(log(diag(L)))``; ``dlik`` is None for a
+        likelihood with parameters (not implemented for Laplace yet);
+        ``state = {"alpha": a}``;
         ``info`` holds ``n_iter``, ``converged``, ``n_halvings``, ``jitter``.
     """
     if not likelihood.has_derivatives:
@@ -93,7 +95,9 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         posterior=SitePosterior(alpha, sW, L),
         log_evidence=float(psi - logdet),
         dK=dK,
-        dlik=np.zeros(len(par)) if compute_gradient else None,
+        # Derivatives with respect to likelihood parameters are not implemented for
+        # Laplace yet (the classification likelihoods it supports have none).
+        dlik=np.zeros(0) if compute_gradient and len(par) == 0 else None,
         state={"alpha": alpha},
         info={"method": "laplace", "likelihood": likelihood.name, "n_iter": n_iter,
               "converged": bool(converged), "n_halvings": halvings,

@@ -1,0 +1,410 @@
+# Expectation propagation for GP classification (R&W ch. 3.6, Alg. 3.5 and 5.2).
+#
+# Sites t_i(f_i) = exp(nu_i f_i - tau_i f_i^2 / 2) (natural parameters).  The posterior
+# is N(mu, Sigma) with Sigma = (K^{-1} + T)^{-1} = K - K S B^{-1} S K, S = sqrt(T),
+# B = I + S K S = L L', mu = Sigma nu.  K is never inverted.
+#
+# Storage: n x n buffers are Fortran-ordered with leading dimension n; symmetric ones
+# (K, Sigma, B^{-1}) are read and written in the LOWER triangle.  L receives the lower
+# Cholesky factor of B; Linv is scratch that ends holding L^{-1} (lower).
+#
+# Policy for improper updates (documented in gpc/inference/ep.py):
+# * a cavity with non-positive precision: the site is left unchanged (counted);
+# * a site update that would make the site precision negative (non-log-concave
+#   likelihoods): the precision is clipped to 0 and nu set to d log Z/dm, which keeps
+#   the tilted mean with the cavity variance (counted).
+
+from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+
+from scipy.linalg.cython_blas cimport dsyr, dtrmm, dsyrk, dtrmv
+from scipy.linalg.cython_lapack cimport dtrtri, dlauum
+
+from _blas cimport chol_lower, symv_lower
+from _lik cimport Quad, lik_gauss_moments
+
+
+cdef enum:
+    ST_OK = 0
+    ST_NOT_PD = 1
+    ST_NONFINITE = 2
+
+STATUS_OK = ST_OK
+STATUS_NOT_PD = ST_NOT_PD
+STATUS_NONFINITE = ST_NONFINITE
+
+
+cdef int _factor(const double* K, const double* tau, double* S, double* L, int n) noexcept nogil:
+    """S = sqrt(tau); L = chol(I + S K S) (lower).  Returns LAPACK info."""
+    cdef int i, j
+    for i in range(n):
+        S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
+    for j in range(n):
+        for i in range(j, n):
+            L[i + j * n] = S[i] * K[i + j * n] * S[j]
+        L[j + j * n] += 1.0
+    return chol_lower(L, n)
+
+
+cdef int _invert_factor(const double* L, double* Linv, int n) noexcept nogil:
+    """Linv = L^{-1} (lower triangle)."""
+    cdef char uplo = b'L'
+    cdef char diag = b'N'
+    cdef int i, j, info = 0
+    for j in range(n):
+        for i in range(j, n):
+            Linv[i + j * n] = L[i + j * n]
+    dtrtri(&uplo, &diag, &n, Linv, &n, &info)
+    return info
+
+
+cdef void _trmv(const double* Linv, int n, double* x, bint transpose) noexcept nogil:
+    """x <- Linv x  (or Linv' x)."""
+    cdef char uplo = b'L'
+    cdef char trans = b'T' if transpose else b'N'
+    cdef char diag = b'N'
+    cdef int one = 1
+    dtrmv(&uplo, &trans, &diag, &n, <double*> Linv, &n, x, &one)
+
+
+cdef void _mean(const double* K, const double* Linv, const double* S, const double* nu,
+                int n, double* mu, double* bvec, double* t, double* w) noexcept nogil:
+    """mu = Sigma nu and b = nu - S B^{-1} S K nu (the posterior-mean weights)."""
+    cdef int i
+    symv_lower(K, n, nu, t, 1.0, 0.0)              # t = K nu
+    for i in range(n):
+        w[i] = S[i] * t[i]
+    _trmv(Linv, n, w, False)
+    _trmv(Linv, n, w, True)                        # w = B^{-1} S K nu
+    for i in range(n):
+        bvec[i] = nu[i] - S[i] * w[i]
+    symv_lower(K, n, bvec, mu, 1.0, 0.0)           # mu = K b = Sigma nu
+
+
+cdef void _marginal_variances(const double* K, const double* Linv, const double* S,
+                              int n, double* var, int* idx, double* block,
+                              int nb) noexcept nogil:
+    """var_i = Sigma_ii.  With q_i = 1 - (B^{-1})_ii = tau_i Sigma_ii, var_i = q_i/tau_i
+    when q_i is not small (no cancellation).  The other sites (small site precision:
+    well-classified points) use K_ii - |L^{-1} S K e_i|^2, computed nb columns at a
+    time with one triangular matrix product (level-3 BLAS) per block."""
+    cdef char side = b'L'
+    cdef char uplo = b'L'
+    cdef char trans = b'N'
+    cdef char diag = b'N'
+    cdef double one = 1.0
+    cdef int i, k, m = 0, start, cnt, c
+    cdef double binv, q, s
+    for i in range(n):
+        binv = 0.0
+        for k in range(i, n):
+            binv += Linv[k + i * n] * Linv[k + i * n]
+        q = 1.0 - binv
+        if S[i] > 0.0 and q > 1e-4:
+            var[i] = q / (S[i] * S[i])
+        else:
+            idx[m] = i
+            m += 1
+    start = 0
+    while start < m:
+        cnt = nb if m - start > nb else m - start
+        for c in range(cnt):
+            i = idx[start + c]
+            for k in range(n):
+                # column i of symmetric K from its lower triangle
+                block[k + c * n] = S[k] * (K[k + i * n] if k >= i else K[i + k * n])
+        dtrmm(&side, &uplo, &trans, &diag, &n, &cnt, &one, <double*> Linv, &n, block, &n)
+        for c in range(cnt):
+            i = idx[start + c]
+            s = 0.0
+            for k in range(n):
+                s += block[k + c * n] * block[k + c * n]
+            var[i] = K[i + i * n] - s
+            if var[i] < 1e-300:
+                var[i] = 1e-300
+        start += cnt
+
+
+cdef int _full_sigma(const double* K, const double* Linv, const double* S, double* Sigma,
+                     double* V, int n) noexcept nogil:
+    """Sigma = K - V'V with V = L^{-1} S K (lower triangle of Sigma)."""
+    cdef char side = b'L'
+    cdef char uplo = b'L'
+    cdef char trans = b'N'
+    cdef char transT = b'T'
+    cdef char diag = b'N'
+    cdef double one = 1.0, minus = -1.0
+    cdef int i, j
+    for j in range(n):
+        for i in range(n):
+            V[i + j * n] = S[i] * (K[i + j * n] if i >= j else K[j + i * n])
+    dtrmm(&side, &uplo, &trans, &diag, &n, &n, &one, <double*> Linv, &n, V, &n)
+    for j in range(n):
+        for i in range(j, n):
+            Sigma[i + j * n] = K[i + j * n]
+    dsyrk(&uplo, &transT, &n, &n, &minus, V, &n, &one, Sigma, &n)
+    return 0
+
+
+cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
+                              double var_i, double mu_i, const double* par,
+                              const Quad* quad, double damping, double* tau_new,
+                              double* nu_new, int* flags) noexcept nogil:
+    """One EP site update from the marginal (var_i, mu_i).  flags: bit 0 = skipped
+    (improper cavity), bit 1 = clipped (negative site precision), bit 2 = non-finite
+    moments (skipped)."""
+    cdef double tau_cav = 1.0 / var_i - tau_i
+    cdef double nu_cav = mu_i / var_i - nu_i
+    cdef double v_cav, m_cav, logZ, d1, d2, dpar, denom, t_new, n_new
+    flags[0] = 0
+    if not (tau_cav > 0.0) or not isfinite(tau_cav):
+        tau_new[0] = tau_i
+        nu_new[0] = nu_i
+        flags[0] = 1
+        return
+    v_cav = 1.0 / tau_cav
+    m_cav = nu_cav * v_cav
+    lik_gauss_moments(lik, yi, m_cav, v_cav, par, quad, &logZ, &d1, &d2, &dpar)
+    if not (isfinite(d1) and isfinite(d2)):
+        tau_new[0] = tau_i
+        nu_new[0] = nu_i
+        flags[0] = 4
+        return
+    denom = 1.0 + d2 * v_cav
+    if denom > 0.0 and d2 <= 0.0:
+        t_new = -d2 / denom
+        n_new = (d1 - m_cav * d2) / denom
+    else:
+        t_new = 0.0
+        n_new = d1
+        flags[0] = 2
+    tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
+    nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
+
+
+cdef double _log_evidence(int lik, const double[::1] y, const double* tau,
+                          const double* nu, const double* var, const double* mu,
+                          const double* L, const double* par, const Quad* quad, int n,
+                          double* dlik, int* n_bad) noexcept nogil:
+    """EP log evidence at the current sites (GPML's arrangement of R&W eq. 3.65,
+    zero prior mean) and d log Z_EP / d par[0] = sum_i d log Z_i / d par[0] at the
+    cavities (exact at a fixed point).  Sites with an improper cavity are left out
+    and counted in n_bad."""
+    cdef int i
+    cdef double tau_cav, nu_cav, logZ, d1, d2, dpar, total = 0.0, nu_mu = 0.0
+    dlik[0] = 0.0
+    n_bad[0] = 0
+    for i in range(n):
+        total -= log(L[i + i * n])
+        nu_mu += nu[i] * mu[i]
+        tau_cav = 1.0 / var[i] - tau[i]
+        nu_cav = mu[i] / var[i] - nu[i]
+        if not (tau_cav > 0.0):
+            n_bad[0] += 1
+            continue
+        lik_gauss_moments(lik, y[i], nu_cav / tau_cav, 1.0 / tau_cav, par, quad,
+                          &logZ, &d1, &d2, &dpar)
+        dlik[0] += dpar
+        total += logZ
+        total += 0.5 * nu_cav * (tau[i] / tau_cav * nu_cav - 2.0 * nu[i]) / (tau[i] + tau_cav)
+        total -= 0.5 * nu[i] * nu[i] / (tau_cav + tau[i])
+        total += 0.5 * log(1.0 + tau[i] / tau_cav)
+    return total + 0.5 * nu_mu
+
+
+def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
+           const double[::1] quad_x, const double[::1] quad_logw,
+           double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
+           double[::1] S, double[::1] mu, double[::1] var, bint parallel,
+           const int[:, ::1] orders, double damping, double min_damping,
+           double tol, int max_sweeps):
+    """Run EP to convergence from the sites (tau, nu) given (updated in place).
+
+    Sequential updates visit the sites in ``orders[sweep]`` with rank-one updates of
+    the full Sigma, which is recomputed from a fresh Cholesky after every sweep.
+    Parallel updates refresh every site from the current marginals, then refactorise
+    once; their damping is halved (down to ``min_damping``) whenever the largest site
+    change grows from one sweep to the next.
+
+    Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts) where
+    counts = (skipped_cavity, clipped_site, nonfinite, bad_cavity_at_end).
+    On return L = chol(B), S = sqrt(tau), b = posterior-mean weights, mu and var the
+    marginal means and variances at the final sites.
+    """
+    cdef int n = K.shape[0]
+    cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0
+    cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0
+    cdef bint converged = False
+    cdef double logz = 0.0, logz_old = INFINITY, change, change_old = INFINITY, dlik0 = 0.0
+    cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
+    cdef double *Linv = NULL
+    cdef double *Sigma = NULL
+    cdef double *V = NULL
+    cdef double *work = NULL
+    cdef double *block = NULL
+    cdef int *idx = NULL
+    cdef int nb = 128 if n > 128 else n
+    cdef double *col
+    cdef double *t
+    cdef double *w
+    cdef double *tau_old
+    cdef double *nu_old
+    cdef const double* Kp = &K[0, 0]
+    cdef double* Lp = &L[0, 0]
+    cdef double* taup = &tau[0]
+    cdef double* nup = &nu[0]
+    cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
+    cdef Quad quad
+    cdef char uplo = b'L'
+    cdef int one = 1
+    if K.shape[0] != K.shape[1]:
+        raise ValueError("K must be square.")
+    for name, arr in (("y", y), ("tau", tau), ("nu", nu), ("b", b), ("S", S),
+                      ("mu", mu), ("var", var)):
+        if arr.shape[0] != n:
+            raise ValueError(f"{name} must have length {n}.")
+    if L.shape[0] != n or L.shape[1] != n:
+        raise ValueError("L must be n x n.")
+    if not parallel and (orders.shape[0] < max_sweeps or orders.shape[1] != n):
+        raise ValueError("orders must have one permutation of range(n) per sweep.")
+    if quad_x.shape[0] != quad_logw.shape[0]:
+        raise ValueError("quadrature nodes and weights differ in length.")
+    if n == 0:
+        return ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0)
+    quad.n = quad_x.shape[0]
+    quad.x = &quad_x[0] if quad.n > 0 else NULL
+    quad.logw = &quad_logw[0] if quad.n > 0 else NULL
+    Linv = <double*> malloc(n * n * sizeof(double))
+    work = <double*> malloc(5 * n * sizeof(double))
+    block = <double*> malloc(n * nb * sizeof(double))
+    idx = <int*> malloc(n * sizeof(int))
+    if not parallel:
+        Sigma = <double*> malloc(n * n * sizeof(double))
+        V = <double*> malloc(n * n * sizeof(double))
+    if Linv == NULL or work == NULL or block == NULL or idx == NULL or (
+            not parallel and (Sigma == NULL or V == NULL)):
+        free(Linv); free(work); free(Sigma); free(V); free(block); free(idx)
+        raise MemoryError()
+    col = work; t = work + n; w = work + 2 * n; tau_old = work + 3 * n; nu_old = work + 4 * n
+    try:
+        with nogil:
+            # Marginals at the starting sites.
+            if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
+                status = ST_NOT_PD
+            else:
+                _marginal_variances(Kp, Linv, &S[0], n, &var[0], idx, block, nb)
+                _mean(Kp, Linv, &S[0], nup, n, &mu[0], &b[0], t, w)
+                if not parallel:
+                    _full_sigma(Kp, Linv, &S[0], Sigma, V, n)
+            while status == ST_OK and sweep < max_sweeps:
+                memcpy(tau_old, taup, n * sizeof(double))
+                memcpy(nu_old, nup, n * sizeof(double))
+                if parallel:
+                    for i in range(n):
+                        _site_update(lik, y[i], taup[i], nup[i], var[i], mu[i], parp,
+                                     &quad, damping, &t_new, &n_new, &flags)
+                        n_skip += flags & 1
+                        n_clip += (flags >> 1) & 1
+                        n_nonfinite += (flags >> 2) & 1
+                        taup[i] = t_new
+                        nup[i] = n_new
+                else:
+                    for k in range(n):
+                        i = orders[sweep, k]
+                        sii = Sigma[i + i * n]
+                        mui = mu[i]
+                        _site_update(lik, y[i], taup[i], nup[i], sii, mui, parp,
+                                     &quad, damping, &t_new, &n_new, &flags)
+                        n_skip += flags & 1
+                        n_clip += (flags >> 1) & 1
+                        n_nonfinite += (flags >> 2) & 1
+                        dtau = t_new - taup[i]
+                        dnu = n_new - nup[i]
+                        if dtau == 0.0 and dnu == 0.0:
+                            continue
+                        # s = Sigma e_i, gathered from the lower triangle.
+                        for j in range(i):
+                            col[j] = Sigma[i + j * n]
+                        for j in range(i, n):
+                            col[j] = Sigma[j + i * n]
+                        c = dtau / (1.0 + dtau * sii)
+                        coef = dnu * (1.0 - c * sii) - c * mui
+                        for j in range(n):
+                            mu[j] += coef * col[j]
+                        c = -c
+                        dsyr(&uplo, &n, &c, col, &one, Sigma, &n)
+                        taup[i] = t_new
+                        nup[i] = n_new
+                sweep += 1
+                # Fresh factorisation at the new sites (no drift from rank-one updates).
+                if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
+                    status = ST_NOT_PD
+                    break
+                _marginal_variances(Kp, Linv, &S[0], n, &var[0], idx, block, nb)
+                _mean(Kp, Linv, &S[0], nup, n, &mu[0], &b[0], t, w)
+                change = 0.0
+                for i in range(n):
+                    dtau = fabs(taup[i] - tau_old[i]) / (1.0 + fabs(taup[i]))
+                    dnu = fabs(nup[i] - nu_old[i]) / (1.0 + fabs(nup[i]))
+                    if dtau > change or dtau != dtau:
+                        change = dtau
+                    if dnu > change or dnu != dnu:
+                        change = dnu
+                if not isfinite(change):
+                    status = ST_NONFINITE
+                    break
+                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
+                                     n, &dlik0, &n_bad)
+                if change <= tol and fabs(logz - logz_old) <= tol * (1.0 + fabs(logz)):
+                    converged = True
+                    break
+                logz_old = logz
+                # Parallel EP: a growing site change after the first sweeps means the
+                # joint update overshoots; damp it more.
+                if parallel and sweep > 2 and change > change_old and damping > min_damping:
+                    damping = damping * 0.5
+                    if damping < min_damping:
+                        damping = min_damping
+                change_old = change
+                if not parallel:
+                    _full_sigma(Kp, Linv, &S[0], Sigma, V, n)
+            if status == ST_OK and sweep == 0:
+                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
+                                     n, &dlik0, &n_bad)
+    finally:
+        free(Linv); free(work); free(Sigma); free(V); free(block); free(idx)
+    return (status, sweep, bool(converged), logz, dlik0, damping,
+            (n_skip, n_clip, n_nonfinite, n_bad))
+
+
+def ep_dK(const double[::1, :] L, const double[::1] S, const double[::1] b,
+          double[::1, :] dK):
+    """dK = (b b' - R)/2 with R = S B^{-1} S (R&W Alg. 5.2), written in full.
+
+    Returns the LAPACK info of the inversion (0 on success)."""
+    cdef int n = L.shape[0]
+    cdef int i, j, info = 0
+    cdef char uplo = b'L'
+    cdef char diag = b'N'
+    cdef double* R = &dK[0, 0]
+    cdef double g
+    if L.shape[1] != n or S.shape[0] != n or b.shape[0] != n or dK.shape[0] != n \
+            or dK.shape[1] != n:
+        raise ValueError("ep_dK: inconsistent shapes.")
+    if n == 0:
+        return 0
+    with nogil:
+        for j in range(n):
+            for i in range(j, n):
+                R[i + j * n] = L[i, j]
+        dtrtri(&uplo, &diag, &n, R, &n, &info)
+        if info == 0:
+            dlauum(&uplo, &n, R, &n, &info)           # L^{-T} L^{-1} = B^{-1}
+        if info == 0:
+            for j in range(n):
+                for i in range(j, n):
+                    g = 0.5 * (b[i] * b[j] - S[i] * R[i + j * n] * S[j])
+                    R[i + j * n] = g
+                    R[j + i * n] = g
+    return info
