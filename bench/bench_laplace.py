@@ -7,46 +7,16 @@
 Both libraries get the same scikit-learn kernel object, the same data and the same
 BLAS threads.  Times are the best of ``--repeat`` runs.
 
-Usage::
-
-    python bench/bench_laplace.py                 # print the tables
-    python bench/bench_laplace.py --write bench/RESULTS.md
+Run through ``bench/run_all.py`` (which writes ``bench/RESULTS.md``).
 """
 
-import argparse
-import os
-import platform
-import sys
-import time
-
 import numpy as np
-import scipy
-import sklearn
-from scipy.linalg import lapack
+from _common import best_of, cholesky_time, make_data
 from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import gpc
-
-
-def make_data(n, d=8, seed=0):
-    """A smooth nonlinear 8-D problem with 10% label noise."""
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    w = rng.randn(d)
-    f = np.sin(X @ w / np.sqrt(d)) * 2 + 0.5 * X[:, 0] * X[:, 1]
-    y = (f + 0.6 * rng.randn(n) > 0).astype(int)
-    return X, y
-
-
-def best_of(fn, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def fixed_kernel(d=8):
@@ -66,15 +36,7 @@ def bench_fixed(sizes, repeat):
         t_inf, res = best_of(lambda: gpc.infer(K, ypm, "laplace", "logit",
                                                compute_gradient=False), repeat)
         n_fact = res.info["n_iter"] + 1  # every step factorises B, plus the final point
-        B = np.eye(n) + 0.25 * K
-
-        def chol():
-            A = np.array(B, order="F", copy=True)
-            t0 = time.perf_counter()
-            lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
-            return time.perf_counter() - t0
-
-        t_chol = min(chol() for _ in range(max(3, repeat)))
+        t_chol = cholesky_time(K, repeat)
         rows.append(dict(n=n, t_sk=t_sk, t_gp=t_gp, speedup=t_sk / t_gp,
                          lml_sk=sk.log_marginal_likelihood_value_,
                          lml_gp=gp.log_marginal_likelihood_value_,
@@ -100,24 +62,8 @@ def bench_optimise(n, repeat):
     return row
 
 
-def blas_description():
-    from threadpoolctl import threadpool_info
-
-    libs = [f"{i.get('internal_api')} {i.get('version')} ({i.get('num_threads')} threads)"
-            for i in threadpool_info() if i.get("user_api") == "blas"]
-    return ", ".join(libs) or "unknown BLAS"
-
-
-def report(fixed, opt, argv):
+def report(fixed, opt):
     lines = [
-        "# Benchmark results",
-        "",
-        f"Command: `python {' '.join(argv)}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__},"
-        f" scikit-learn {sklearn.__version__}, gpc {gpc.__version__}; BLAS: "
-        f"{blas_description()}.",
-        "",
         "## Laplace, fixed kernel (8-D, `C(2) * RBF(ARD, sqrt(8))`, logit)",
         "",
         "Fit = everything `fit` does (kernel matrix, Newton, stored posterior). "
@@ -151,22 +97,13 @@ def report(fixed, opt, argv):
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000])
-    ap.add_argument("--opt-n", type=int, default=1000, help="0 skips the optimisation")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--write", help="write the Markdown report to this file")
-    args = ap.parse_args(argv[1:])
-    fixed = bench_fixed(args.sizes, args.repeat)
-    opt = bench_optimise(args.opt_n, 1) if args.opt_n else None
-    text = report(fixed, opt, argv)
-    print(text)
-    if args.write:
-        with open(args.write, "w") as fh:
-            fh.write(text)
+def add_arguments(ap):
+    ap.add_argument("--laplace-sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000])
+    ap.add_argument("--laplace-opt-n", type=int, default=1000, help="0 skips it")
 
 
-if __name__ == "__main__":
-    main()
+def run(args):
+    """Run the Laplace benchmarks; returns the Markdown section."""
+    fixed = bench_fixed(args.laplace_sizes, args.repeat)
+    opt = bench_optimise(args.laplace_opt_n, 1) if args.laplace_opt_n else None
+    return report(fixed, opt)

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import NotPositiveDefiniteError
 from .inference import get_method
+from .inference._base import psd_jitter
 from .kernels import as_kernel, is_psd_by_construction
 from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
@@ -19,36 +20,6 @@ _DEFAULT_METHOD = "laplace"
 
 def _default_kernel():
     return C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
-
-
-def _psd_jitter(K, kernel):
-    """Jitter needed to make K positive definite, for kernels not PSD by construction.
-
-    Returns 0.0 when ``K + 1e-10 * mean(diag)`` factorises; otherwise the smallest
-    rung of the ladder that works.  Raises a ValueError naming the kernel when none
-    does.
-    """
-    from scipy.linalg import LinAlgError, cholesky
-
-    from .inference._base import JITTER_LADDER
-
-    n = K.shape[0]
-    scale = float(np.mean(np.diag(K))) if n else 1.0
-    if not scale > 0:
-        raise NotPositiveDefiniteError(
-            f"The kernel {kernel!r} gives a covariance matrix that is not positive "
-            "semi-definite (its mean prior variance is not positive): it is not a valid "
-            "covariance function.")
-    for rel in JITTER_LADDER:
-        try:
-            cholesky(K + rel * scale * np.eye(n), lower=True, check_finite=False)
-        except LinAlgError:
-            continue
-        return 0.0 if rel == JITTER_LADDER[0] else rel * scale
-    raise NotPositiveDefiniteError(
-        f"The kernel {kernel!r} gives a covariance matrix that is not positive "
-        f"semi-definite on the training data, even with jitter "
-        f"{JITTER_LADDER[-1]:g} x mean(diag) added.")
 
 
 class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
@@ -121,7 +92,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
         jitter = 0.0
         if not is_psd_by_construction(kernel):
-            jitter = _psd_jitter(np.asarray(kernel(X_train), dtype=np.float64), kernel)
+            jitter = psd_jitter(np.asarray(kernel(X_train), dtype=np.float64),
+                                f"The kernel {kernel!r} gives a covariance matrix that")
         objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
                                       self._inference_options(), state=state,
                                       jitter=jitter)

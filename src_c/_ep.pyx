@@ -147,6 +147,25 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
     return 0
 
 
+cdef void _marginals(const double* K, const double* Linv, const double* S,
+                     const double* nu, int n, double* var, double* mu, double* bvec,
+                     double* t, double* w, int* idx, double* block, int nb,
+                     double* Sigma, double* V) noexcept nogil:
+    """Marginal variances and means (and b) at the sites factorised in Linv.  With a
+    Sigma buffer (sequential EP) the full covariance is rebuilt and its diagonal
+    taken; otherwise only the diagonal is computed."""
+    cdef int i
+    if Sigma != NULL:
+        _full_sigma(K, Linv, S, Sigma, V, n)
+        for i in range(n):
+            var[i] = Sigma[i + i * n]
+            if var[i] < 1e-300:
+                var[i] = 1e-300
+    else:
+        _marginal_variances(K, Linv, S, n, var, idx, block, nb)
+    _mean(K, Linv, S, nu, n, mu, bvec, t, w)
+
+
 cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
                               double var_i, double mu_i, const double* par,
                               const Quad* quad, double damping, double* tau_new,
@@ -228,13 +247,14 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     change grows from one sweep to the next.
 
     Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts) where
-    counts = (skipped_cavity, clipped_site, nonfinite, bad_cavity_at_end).
+    counts = (skipped_cavity, clipped_site, nonfinite, bad_cavity_at_end,
+    clipped_in_last_sweep).
     On return L = chol(B), S = sqrt(tau), b = posterior-mean weights, mu and var the
     marginal means and variances at the final sites.
     """
     cdef int n = K.shape[0]
     cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0
-    cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0
+    cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0, n_clip_last = 0
     cdef bint converged = False
     cdef double logz = 0.0, logz_old = INFINITY, change, change_old = INFINITY, dlik0 = 0.0
     cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
@@ -271,7 +291,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     if quad_x.shape[0] != quad_logw.shape[0]:
         raise ValueError("quadrature nodes and weights differ in length.")
     if n == 0:
-        return ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0)
+        return ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0)
     quad.n = quad_x.shape[0]
     quad.x = &quad_x[0] if quad.n > 0 else NULL
     quad.logw = &quad_logw[0] if quad.n > 0 else NULL
@@ -293,13 +313,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
             if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
                 status = ST_NOT_PD
             else:
-                _marginal_variances(Kp, Linv, &S[0], n, &var[0], idx, block, nb)
-                _mean(Kp, Linv, &S[0], nup, n, &mu[0], &b[0], t, w)
-                if not parallel:
-                    _full_sigma(Kp, Linv, &S[0], Sigma, V, n)
+                _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
+                           idx, block, nb, Sigma, V)
             while status == ST_OK and sweep < max_sweeps:
                 memcpy(tau_old, taup, n * sizeof(double))
                 memcpy(nu_old, nup, n * sizeof(double))
+                n_clip_last = n_clip
                 if parallel:
                     for i in range(n):
                         _site_update(lik, y[i], taup[i], nup[i], var[i], mu[i], parp,
@@ -337,12 +356,13 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         taup[i] = t_new
                         nup[i] = n_new
                 sweep += 1
+                n_clip_last = n_clip - n_clip_last
                 # Fresh factorisation at the new sites (no drift from rank-one updates).
                 if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
                     status = ST_NOT_PD
                     break
-                _marginal_variances(Kp, Linv, &S[0], n, &var[0], idx, block, nb)
-                _mean(Kp, Linv, &S[0], nup, n, &mu[0], &b[0], t, w)
+                _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
+                           idx, block, nb, Sigma, V)
                 change = 0.0
                 for i in range(n):
                     dtau = fabs(taup[i] - tau_old[i]) / (1.0 + fabs(taup[i]))
@@ -367,15 +387,13 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     if damping < min_damping:
                         damping = min_damping
                 change_old = change
-                if not parallel:
-                    _full_sigma(Kp, Linv, &S[0], Sigma, V, n)
             if status == ST_OK and sweep == 0:
                 logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
                                      n, &dlik0, &n_bad)
     finally:
         free(Linv); free(work); free(Sigma); free(V); free(block); free(idx)
     return (status, sweep, bool(converged), logz, dlik0, damping,
-            (n_skip, n_clip, n_nonfinite, n_bad))
+            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last))
 
 
 def ep_dK(const double[::1, :] L, const double[::1] S, const double[::1] b,

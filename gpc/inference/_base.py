@@ -73,8 +73,37 @@ def get_method(method):
         ) from None
 
 
+def psd_jitter(K, what="K"):
+    """Check that K is positive semi-definite up to rounding; return the jitter that
+    a factorisation of K needs (0.0 when ``K + 1e-10 * mean(diag) I`` factorises).
+
+    Tries the rungs of ``JITTER_LADDER`` and raises :class:`NotPositiveDefiniteError`
+    (naming ``what``) when even the largest fails or the diagonal is not positive.
+    One Cholesky of K (O(n^3 / 3)) per rung tried.
+    """
+    from scipy.linalg import LinAlgError, cholesky
+
+    n = K.shape[0]
+    if n == 0:
+        return 0.0
+    scale = float(np.mean(np.diag(K)))
+    if not scale > 0:
+        raise NotPositiveDefiniteError(
+            f"{what} is not positive semi-definite (its mean diagonal is not "
+            "positive): it is not a valid covariance.")
+    for rel in JITTER_LADDER:
+        try:
+            cholesky(K + rel * scale * np.eye(n), lower=True, check_finite=False)
+        except LinAlgError:
+            continue
+        return 0.0 if rel == JITTER_LADDER[0] else rel * scale
+    raise NotPositiveDefiniteError(
+        f"{what} is not positive semi-definite, even with jitter "
+        f"{JITTER_LADDER[-1]:g} x mean(diag) added.")
+
+
 def infer(K, y, method="laplace", likelihood="probit", *, init=None,
-          compute_gradient=True, **options):
+          compute_gradient=True, check_psd=True, **options):
     """Approximate GP classification posterior and evidence for a covariance matrix.
 
     The K-level entry point of gpc: another library hands over a prior covariance
@@ -98,6 +127,11 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         ``state`` of a previous result, to warm-start (ignored if its size differs).
     compute_gradient : bool, default=True
         Whether to compute ``dK`` (and ``dlik``).
+    check_psd : bool, default=True
+        Verify with one Cholesky that K is positive semi-definite (up to the jitter
+        ladder) and raise :class:`gpc.NotPositiveDefiniteError` otherwise. Methods
+        such as EP never factorise K itself and would not notice; pass False to skip
+        the O(n^3 / 3) check for a K known to be valid.
     **options
         Method options (for Laplace: ``tol``, ``max_iter``).
 
@@ -123,6 +157,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     Kf = as_kernel_matrix(K)
     lik = get_likelihood(likelihood)
     yv = lik.check_targets(y, Kf.shape[0])
+    if check_psd:
+        psd_jitter(Kf)
     return fn(Kf, yv, lik, init=init, compute_gradient=compute_gradient, **options)
 
 

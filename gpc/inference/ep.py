@@ -62,8 +62,13 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         ``n_skipped`` (cavity with non-positive precision: site left unchanged),
         ``n_clipped`` (site precision would be negative: clipped to 0 with
         ``nu = d log Z / dm``), ``n_nonfinite`` (moments not finite: site left
-        unchanged) and ``n_improper_final`` (sites whose cavity is improper at the
-        end; they are left out of the evidence and a warning is issued).
+        unchanged), ``n_improper_final`` (sites whose cavity is improper at the
+        end; they are left out of the evidence and a warning is issued) and
+        ``n_clipped_last_sweep``.  ``gradient_exact`` is False when sites were still
+        being clipped in the last sweep: such a point is not a moment-matching fixed
+        point, dK and dlik then miss those sites' implicit terms (a RuntimeWarning
+        says so). This happens only for likelihoods that are not log-concave
+        (noisy threshold).
 
     Notes
     -----
@@ -121,7 +126,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
 
     (Kj, tau, nu, L, b, S, mu, var, out), jitter = with_jitter(K, attempt)
     _, n_sweeps, converged, log_evidence, dlik0, damping_end, counts = out
-    n_skip, n_clip, n_nonfinite, n_bad = counts
+    n_skip, n_clip, n_nonfinite, n_bad, n_clip_last = counts
     if not converged:
         warnings.warn(f"EP did not converge in {n_sweeps} sweeps (max_sweeps="
                       f"{max_sweeps}, {updates}); the evidence and its gradient are "
@@ -129,6 +134,12 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
     if n_bad:
         warnings.warn(f"EP: {n_bad} site(s) have an improper cavity at the end; they "
                       "are left out of the log evidence.", RuntimeWarning, stacklevel=3)
+    if compute_gradient and n_clip_last:
+        # A clipped site is not moment-matched, so the evidence is not stationary in
+        # it and (b b' - R)/2 misses its implicit term.
+        warnings.warn(f"EP: {n_clip_last} site(s) were clipped to zero precision in the "
+                      "last sweep; dK and dlik omit their implicit terms and are "
+                      "approximate.", RuntimeWarning, stacklevel=3)
     dK = None
     dlik = None
     if compute_gradient:
@@ -136,6 +147,8 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         info = _ep.ep_dK(L, S, b, dK)
         if info != 0:
             raise FloatingPointError(f"EP: inverting B failed (LAPACK info {info}).")
+        # The moments give d log Z_i / d par[0]: every likelihood has at most one
+        # parameter so far.
         dlik = np.full(len(par), dlik0) if len(par) else np.zeros(0)
     return InferenceResult(
         posterior=SitePosterior(b, S, L),
@@ -146,5 +159,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         info={"method": "ep", "updates": updates, "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
-              "n_improper_final": n_bad, "jitter": jitter, "mean": mu, "var": var},
+              "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
+              "gradient_exact": n_clip_last == 0, "jitter": jitter, "mean": mu,
+              "var": var},
     )

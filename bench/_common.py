@@ -1,0 +1,56 @@
+"""Shared pieces of the benchmark scripts."""
+
+import os
+import platform
+import time
+
+import numpy as np
+import scipy
+import sklearn
+from scipy.linalg import lapack
+
+import gpc
+
+
+def make_data(n, d=8, seed=0):
+    """A smooth nonlinear d-D problem with label noise (labels 0/1)."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    w = rng.randn(d)
+    f = np.sin(X @ w / np.sqrt(d)) * 2 + 0.5 * X[:, 0] * X[:, 1]
+    y = (f + 0.6 * rng.randn(n) > 0).astype(int)
+    return X, y
+
+
+def best_of(fn, repeat):
+    """(best wall time, last result) of ``repeat`` calls."""
+    best, out = np.inf, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def cholesky_time(K, repeat=3):
+    """Best time of one LAPACK dpotrf of I + K/4 (the factorisation gpc repeats)."""
+    B = np.eye(K.shape[0]) + 0.25 * np.asarray(K)
+
+    def once():
+        A = np.array(B, order="F", copy=True)
+        t0 = time.perf_counter()
+        lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
+        return time.perf_counter() - t0
+
+    return min(once() for _ in range(max(3, repeat)))
+
+
+def machine_line():
+    from threadpoolctl import threadpool_info
+
+    libs = [f"{i.get('internal_api')} {i.get('version')} ({i.get('num_threads')} threads)"
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    return (f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+            f"{platform.python_version()}, numpy {np.__version__}, scipy "
+            f"{scipy.__version__}, scikit-learn {sklearn.__version__}, gpc "
+            f"{gpc.__version__}; BLAS: {', '.join(libs) or 'unknown'}.")

@@ -1,0 +1,162 @@
+"""Speed of gpc's expectation propagation, as ratios measured in one run.
+
+* n = 500, 1000, 2000 on 8-D data: one evidence + gradient evaluation (EP to
+  convergence, dK, the kernel contraction), cold and warm-started after a 5% change
+  of the length scales, divided by one LAPACK Cholesky of size n; sequential and
+  parallel updates.
+* Sequential sweep cost against n rank-one updates (dsyr) of an n x n matrix.
+* A full fit with ARD hyperparameter optimisation against scikit-learn's Laplace fit:
+  time and mean test log-likelihood on held-out data.
+
+Run through ``bench/run_all.py`` (which writes ``bench/RESULTS.md``).
+"""
+
+import time
+import warnings
+
+import numpy as np
+from _common import best_of, cholesky_time, make_data
+from scipy.linalg import blas
+from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import gpc
+from gpc.kernels import contract
+
+
+def _kernel(d=8):
+    return C(2.0) * RBF(np.full(d, np.sqrt(d)))
+
+
+def _evaluation(kernel, X, y, updates, init=None):
+    K = np.asfortranarray(kernel(X))
+    res = gpc.infer(K, y, method="ep", likelihood="probit", updates=updates, init=init)
+    contract(kernel, X, res.dK, K=K)
+    return res
+
+
+def _rank_one_updates(n):
+    """Time of n dsyr updates of an n x n matrix (what one sequential sweep must do)."""
+    A = np.asfortranarray(np.eye(n))
+    x = np.random.RandomState(0).randn(n) * 1e-3
+    t0 = time.perf_counter()
+    for _ in range(n):
+        A = blas.dsyr(-1e-6, x, a=A, lower=1, overwrite_a=1)
+    return time.perf_counter() - t0
+
+
+def bench_evaluations(sizes, repeat):
+    rows = []
+    for n in sizes:
+        X, y01 = make_data(n)
+        y = 2.0 * y01 - 1.0
+        kernel = _kernel()
+        moved = kernel.clone_with_theta(kernel.theta + np.r_[0.0, np.full(8, np.log(1.05))])
+        t_chol = cholesky_time(kernel(X), repeat)
+        t_r1 = min(_rank_one_updates(n) for _ in range(2))
+        for updates in ("parallel", "sequential"):
+            reps = repeat if (updates == "parallel" or n <= 1000) else 1
+            t_cold, cold = best_of(lambda: _evaluation(kernel, X, y, updates), reps)
+            t_warm, warm = best_of(lambda: _evaluation(moved, X, y, updates, cold.state),
+                                   reps)
+            row = dict(n=n, updates=updates, t_chol=t_chol, t_cold=t_cold,
+                       sweeps_cold=cold.info["n_sweeps"], t_warm=t_warm,
+                       sweeps_warm=warm.info["n_sweeps"], t_r1=t_r1, sweep_r1=None)
+            if updates == "sequential":
+                K = np.asfortranarray(kernel(X))
+                t1, _ = best_of(lambda: _one_sweep(K, y, 1), 1)
+                t2, _ = best_of(lambda: _one_sweep(K, y, 2), 1)
+                row["sweep_r1"] = (t2 - t1) / t_r1
+            rows.append(row)
+            print(f"  EP {updates} n={n}: cold {t_cold / t_chol:.1f} chol "
+                  f"({cold.info['n_sweeps']} sweeps), warm {t_warm / t_chol:.1f} chol "
+                  f"({warm.info['n_sweeps']} sweeps)", flush=True)
+    return rows
+
+
+def _one_sweep(K, y, sweeps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gpc.infer(K, y, method="ep", likelihood="probit", updates="sequential",
+                         max_sweeps=sweeps, compute_gradient=False)
+
+
+def _test_loglik(clf, X, y):
+    p = np.clip(clf.predict_proba(X)[np.arange(len(y)), y], 1e-300, 1.0)
+    return float(np.mean(np.log(p)))
+
+
+def bench_fit(n_train, n_test):
+    X, y = make_data(n_train + n_test, seed=2)
+    Xtr, ytr, Xte, yte = X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+    kernel = C(1.0, (1e-3, 1e3)) * RBF(np.ones(8), (1e-2, 1e2))
+    models = [
+        ("scikit-learn Laplace (logit)", lambda: SkGPC(kernel)),
+        ("gpc Laplace (logit)", lambda: gpc.GaussianProcessClassifier(kernel)),
+        ("gpc EP parallel (probit)", lambda: gpc.GaussianProcessClassifier(
+            kernel, method="ep", likelihood="probit",
+            inference_options={"updates": "parallel"})),
+        ("gpc EP sequential (probit)", lambda: gpc.GaussianProcessClassifier(
+            kernel, method="ep", likelihood="probit")),
+    ]
+    rows = []
+    for name, make in models:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t, clf = best_of(lambda: make().fit(Xtr, ytr), 1)
+        rows.append(dict(name=name, t=t, lml=clf.log_marginal_likelihood_value_,
+                         tll=_test_loglik(clf, Xte, yte),
+                         err=1.0 - clf.score(Xte, yte)))
+        print(f"  fit {name}: {t:.2f}s, test log-lik {rows[-1]['tll']:.4f}", flush=True)
+    return rows
+
+
+def report(evals, fits, n_train, n_test):
+    lines = [
+        "## EP: one evidence + gradient evaluation (8-D, `C(2) * RBF(ARD, sqrt(8))`, "
+        "probit)",
+        "",
+        "Time of `gpc.infer(K, y, method=\"ep\")` to convergence (tol 1e-8) plus the "
+        "kernel contraction of dK, in units of one `dpotrf` of size n. Warm = started "
+        "from the sites of the cold run after all length scales grew by 5%. The last "
+        "column is one sequential sweep (including its fresh refactorisation) divided "
+        "by n `dsyr` rank-one updates of an n x n matrix.",
+        "",
+        "| n | updates | cold (Choleskys) | sweeps | warm (Choleskys) | sweeps | "
+        "dpotrf (ms) | sweep / n rank-one updates |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in evals:
+        s1 = f"{r['sweep_r1']:.2f}" if r["sweep_r1"] is not None else "-"
+        lines.append(
+            f"| {r['n']} | {r['updates']} | {r['t_cold'] / r['t_chol']:.1f} | "
+            f"{r['sweeps_cold']} | {r['t_warm'] / r['t_chol']:.1f} | {r['sweeps_warm']} | "
+            f"{1e3 * r['t_chol']:.1f} | {s1} |")
+    if fits:
+        lines += [
+            "",
+            f"## Full fit with ARD optimisation ({n_train} training, {n_test} held-out "
+            "cases, 8-D, 9 hyperparameters)",
+            "",
+            "| model | fit (s) | log evidence | test log-likelihood (mean) | test error |",
+            "|---|---|---|---|---|",
+        ]
+        for r in fits:
+            lines.append(f"| {r['name']} | {r['t']:.2f} | {r['lml']:.4f} | "
+                         f"{r['tll']:.4f} | {100 * r['err']:.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def add_arguments(ap):
+    ap.add_argument("--ep-sizes", type=int, nargs="+", default=[500, 1000, 2000])
+    ap.add_argument("--ep-fit", type=int, nargs=2, default=[500, 500],
+                    metavar=("N_TRAIN", "N_TEST"), help="0 0 skips the fits")
+
+
+def run(args):
+    """Run the EP benchmarks; returns the Markdown section."""
+    evals = bench_evaluations(args.ep_sizes, args.repeat)
+    n_train, n_test = args.ep_fit
+    fits = bench_fit(n_train, n_test) if n_train > 0 else []
+    return report(evals, fits, n_train, n_test)

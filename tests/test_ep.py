@@ -1,0 +1,669 @@
+"""Expectation propagation at the K level.
+
+Every expectation here is derived independently of gpc: a published value (GPML's EP
+demo), closed forms (orthant probabilities, exact GP regression, tilted moments of the
+probit / step / noisy threshold likelihoods), adaptive quadrature, a dense NumPy EP
+written from R&W section 3.6, or finite differences of gpc's own evidence.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import expit, log_expit, log_ndtr, ndtr
+from scipy.stats import multivariate_normal, norm
+from sklearn.exceptions import ConvergenceWarning
+
+import gpc
+from gpc import NotPositiveDefiniteError
+from gpc.likelihoods import NoisyThreshold
+
+# GPML's 5-point demonstration set (Rasmussen & Nickisch, GPML documentation).
+X5 = np.array([[-1.07932, -1.83544], [1.15768, 2.91702], [3.26631, -3.85663],
+               [1.79009, 0.11949], [-3.66051, 1.75159]])
+Y5 = np.array([-1.0, 1.0, 1.0, 1.0, -1.0])
+
+EPS = 0.1  # label-flip probability of the noisy threshold used throughout
+LIKS = ["probit", "logit", "noisy_threshold", "step"]
+
+
+def lik_obj(name, eps=EPS):
+    return NoisyThreshold(eps) if name == "noisy_threshold" else name
+
+
+def se(X, ell=1.0, sf2=1.0, Z=None):
+    Z = X if Z is None else Z
+    d2 = ((X[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    return sf2 * np.exp(-0.5 * d2 / ell ** 2)
+
+
+def data(n, seed, d=2):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.where(X[:, 0] + 0.5 * rng.randn(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def ep(K, y, lik, **kw):
+    if isinstance(lik, str) and lik in LIKS:
+        lik = lik_obj(lik)
+    return gpc.infer(K, y, method="ep", likelihood=lik, **kw)
+
+
+def quiet_ep(K, y, lik, **kw):
+    """EP with warnings recorded; returns (result, list of warnings)."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        res = ep(K, y, lik, **kw)
+    return res, w
+
+
+# --- independent likelihood pieces ------------------------------------------------
+
+def p_lik(name, y, f, eps=EPS):
+    """p(y | f), elementwise (H(0) = 1/2)."""
+    z = y * f
+    if name == "probit":
+        return ndtr(z)
+    if name == "logit":
+        return expit(z)
+    H = np.where(z > 0, 1.0, np.where(z < 0, 0.0, 0.5))
+    return H if name == "step" else eps + (1 - 2 * eps) * H
+
+
+def tilted(name, y, m, v, eps=EPS):
+    """log Z, d log Z/dm, d^2 log Z/dm^2 of Z = int p(y|f) N(f; m, v) df.
+
+    Closed forms (R&W eqs. 3.58, 3.82-3.84) for probit, step and noisy threshold;
+    adaptive quadrature for the logit."""
+    if name == "logit":
+        s = np.sqrt(v)
+        mom = [integrate.quad(lambda f: (f - m) ** p * expit(y * f) * norm.pdf(f, m, s),
+                              m - 40 * s, m + 40 * s, points=[0.0] if abs(m) < 40 * s
+                              else None, epsabs=0, epsrel=1e-13, limit=400)[0]
+               for p in range(3)]
+        Z = mom[0]
+        mean_shift = mom[1] / Z
+        var_t = mom[2] / Z - mean_shift ** 2
+        return np.log(Z), mean_shift / v, (var_t - v) / v ** 2
+    s = np.sqrt(1.0 + v) if name == "probit" else np.sqrt(v)
+    z = y * m / s
+    if name in ("probit", "step"):
+        logZ = log_ndtr(z)
+        r = np.exp(norm.logpdf(z) - logZ)            # inverse Mills ratio
+        return logZ, y * r / s, -r * (z + r) / s ** 2
+    Z = eps + (1 - 2 * eps) * ndtr(z)
+    dZ = (1 - 2 * eps) * norm.pdf(z) * y / s
+    d2Z = -(1 - 2 * eps) * norm.pdf(z) * z / s ** 2
+    return np.log(Z), dZ / Z, d2Z / Z - (dZ / Z) ** 2
+
+
+def site_posterior(K, tau, nu):
+    """Dense posterior N(mu, Sigma) of the sites: Sigma = K - K S B^-1 S K."""
+    S = np.sqrt(tau)
+    B = np.eye(len(tau)) + S[:, None] * K * S
+    Sigma = K - (K * S) @ np.linalg.solve(B, S[:, None] * K)
+    return Sigma @ nu, Sigma
+
+
+# --- 1. published value ---------------------------------------------------------------
+
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+def test_gpml_published_ep_probit_evidence(updates):
+    # GPML documentation, classification demo: EP, probit likelihood, SE kernel with
+    # length scale 2 and signal std 1.5 (variance 2.25): nlZ = 3.38359489001561.
+    res = ep(se(X5, 2.0, 2.25), Y5, "probit", updates=updates, tol=1e-12)
+    assert res.info["converged"]
+    assert -res.log_evidence == pytest.approx(3.38359489001561, abs=1e-8)
+
+
+# --- 2. one fixed point, whatever the schedule -----------------------------------------
+
+@pytest.mark.parametrize("lik", LIKS)
+@pytest.mark.parametrize("seed,ell,sf2", [(0, 0.5, 1.0), (1, 1.0, 5.0), (2, 2.0, 20.0)])
+def test_schedules_reach_the_same_fixed_point(lik, seed, ell, sf2):
+    X, y = data(12, seed)
+    K = se(X, ell, sf2)
+    Xs = np.random.RandomState(seed + 100).randn(5, 2)
+    Ks, kss = se(X, ell, sf2, Xs), np.full(5, sf2)
+    opts = dict(tol=1e-12, max_sweeps=3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # Sites clipped at the fixed point only make the (unused) gradient approximate.
+        warnings.filterwarnings("ignore", message=".*clipped to zero precision")
+        runs = {
+            "sequential": ep(K, y, lik, **opts),
+            "parallel": ep(K, y, lik, updates="parallel", **opts),
+            "random order": ep(K, y, lik, order="random", random_state=seed, **opts),
+            "damped sequential": ep(K, y, lik, damping=0.6, **opts),
+        }
+    ref = runs["sequential"]
+    ref_m, ref_v = ref.posterior.latent_mean_and_variance(Ks, kss)
+    for name, r in runs.items():
+        assert r.info["converged"], name
+        for key in ("tau", "nu"):
+            np.testing.assert_allclose(r.state[key], ref.state[key], rtol=1e-6, atol=1e-6,
+                                       err_msg=f"{name}: {key}")
+        assert r.log_evidence == pytest.approx(ref.log_evidence, abs=1e-6), name
+        np.testing.assert_allclose(r.info["mean"], ref.info["mean"], atol=1e-6)
+        np.testing.assert_allclose(r.info["var"], ref.info["var"], rtol=1e-6, atol=1e-9)
+        m, v = r.posterior.latent_mean_and_variance(Ks, kss)
+        np.testing.assert_allclose(m, ref_m, atol=1e-6)
+        np.testing.assert_allclose(v, ref_v, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("lik", LIKS)
+def test_fixed_point_matches_tilted_moments_and_dense_evidence(lik):
+    # At a fixed point every site makes the marginal q(f_i) carry the moments of the
+    # tilted distribution cavity_i(f) p(y_i|f) -- except sites clipped by the documented
+    # policy (tau_i = 0, nu_i = d log Zhat_i / dm).  The evidence is recomputed densely
+    # from the sites t_i(f) = C_i exp(nu_i f - tau_i f^2 / 2):
+    #   Z_EP = prod C_i * |I + K T|^{-1/2} exp(nu' Sigma nu / 2),
+    # with C_i fixed by int N(f; m_c, v_c) t_i(f) df = Zhat_i, i.e.
+    #   log C_i = log Zhat_i + log(1 + tau v_c)/2 - (nu + m_c/v_c)^2 / (2 (tau + 1/v_c))
+    #             + m_c^2 / (2 v_c)
+    # (R&W eqs. 3.59-3.65, rewritten so that a zero site precision is allowed).
+    X, y = data(12, 3)
+    K = se(X, 0.7, 3.0)
+    res = ep(K, y, lik, tol=1e-13, max_sweeps=2000)
+    assert res.info["converged"]
+    tau, nu = res.state["tau"], res.state["nu"]
+    clipped = tau == 0
+    # This problem has one clipped site under the noisy threshold and none otherwise.
+    assert clipped.any() == (lik == "noisy_threshold")
+    mu, Sigma = site_posterior(K, tau, nu)
+    var = np.diag(Sigma)
+    np.testing.assert_allclose(res.info["mean"], mu, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res.info["var"], var, rtol=1e-10)
+    m_tr, v_tr = res.posterior.latent_mean_and_variance(K, np.diag(K))
+    np.testing.assert_allclose(m_tr, mu, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(v_tr, var, rtol=1e-8)
+    tau_c, nu_c = 1 / var - tau, mu / var - nu
+    v_c, m_c = 1 / tau_c, nu_c / tau_c
+    total = (-0.5 * np.linalg.slogdet(np.eye(12) + K * tau)[1] + 0.5 * nu @ Sigma @ nu)
+    for i in range(12):
+        logZ, d1, d2 = tilted(lik, y[i], m_c[i], v_c[i])
+        if clipped[i]:
+            assert 1 + d2 * v_c[i] <= 0 or d2 > 0      # a proper site was impossible
+            assert nu[i] == pytest.approx(d1, rel=1e-8)
+        else:
+            assert m_c[i] + v_c[i] * d1 == pytest.approx(mu[i], rel=1e-8, abs=1e-9)
+            assert v_c[i] + v_c[i] ** 2 * d2 == pytest.approx(var[i], rel=1e-8)
+        total += (logZ + 0.5 * np.log1p(tau[i] * v_c[i])
+                  - (nu[i] + m_c[i] / v_c[i]) ** 2 / (2 * (tau[i] + 1 / v_c[i]))
+                  + m_c[i] ** 2 / (2 * v_c[i]))
+    assert res.log_evidence == pytest.approx(total, rel=1e-9)
+
+
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+def test_probit_is_the_step_likelihood_with_unit_noise(updates):
+    # Phi(y f) = P(y (f + e) > 0), e ~ N(0, 1).  EP on g = f + e (prior K + I, step
+    # likelihood) maps onto EP on f (prior K, probit): the cavity of g_i is the cavity
+    # of f_i plus unit variance, both give Zhat = Phi(y m / sqrt(1 + v_f)), and the
+    # site variances differ by exactly 1, so the two evidences and dK coincide.
+    X, y = data(12, 8)
+    K = se(X, 1.0, 3.0)
+    a = ep(K, y, "probit", updates=updates, tol=1e-13)
+    b = ep(K + np.eye(12), y, "step", updates=updates, tol=1e-13)
+    assert a.log_evidence == pytest.approx(b.log_evidence, rel=1e-11)
+    np.testing.assert_allclose(a.dK, b.dK, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(1 / a.state["tau"], 1 / b.state["tau"] + 1, rtol=1e-7)
+
+
+# --- 3. Gaussian likelihood: EP is exact GP regression ---------------------------------
+
+def _gaussian_likelihood_or_skip():
+    Gaussian = getattr(gpc.likelihoods, "Gaussian", None)
+    if Gaussian is None:
+        pytest.skip("gpc.likelihoods.Gaussian is not available")
+    return Gaussian
+
+
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+@pytest.mark.parametrize("s2,ell,sf2,rtol", [
+    (0.1, 0.3, 1.0, 1e-10), (0.1, 1.0, 5.0, 1e-10), (10.0, 3.0, 0.5, 1e-10),
+    # With tiny noise the cavity precision 1/var - tau cancels (tau = 1/s2 = 1000
+    # against 1/var ~ 1000 + O(1)): measured evidence errors up to 3e-10 relative.
+    (1e-3, 1.0, 5.0, 1e-8),
+])
+def test_gaussian_likelihood_gives_exact_regression(updates, s2, ell, sf2, rtol):
+    Gaussian = _gaussian_likelihood_or_skip()
+    rng = np.random.RandomState(0)
+    X = rng.randn(15, 2)
+    y = np.sin(X[:, 0]) + 0.3 * rng.randn(15)
+    K = se(X, ell, sf2)
+    C = K + s2 * np.eye(15)
+    Cinv = np.linalg.inv(C)
+    a = Cinv @ y
+    res = ep(K, y, Gaussian(s2), updates=updates)
+    assert res.info["converged"]
+    assert res.log_evidence == pytest.approx(
+        multivariate_normal(np.zeros(15), C).logpdf(y), rel=rtol)
+    dK = (np.outer(a, a) - Cinv) / 2
+    np.testing.assert_allclose(res.dK, dK, rtol=0, atol=1e-8 * np.abs(dK).max())
+    assert res.dlik[0] == pytest.approx(np.trace(dK), rel=1e-8)   # d log Z / d s2
+    np.testing.assert_allclose(res.state["tau"], 1 / s2, rtol=1e-8)
+    Xs = rng.randn(4, 2)
+    Ks, kss = se(X, ell, sf2, Xs), np.full(4, sf2)
+    m, v = res.posterior.latent_mean_and_variance(Ks, kss)
+    np.testing.assert_allclose(m, Ks.T @ a, rtol=1e-8, atol=1e-10 * np.abs(y).max())
+    np.testing.assert_allclose(v, kss - np.einsum("ij,ij->j", Ks, Cinv @ Ks),
+                               rtol=1e-8, atol=1e-12 * sf2)
+
+
+# --- 4. small n against the true evidence ---------------------------------------------
+
+def _true_n1(name, y, k):
+    """log Z and the posterior mean / variance for n = 1 by adaptive quadrature."""
+    s = np.sqrt(k)
+    mom = []
+    for p in range(3):
+        g = lambda f: f ** p * p_lik(name, y, f) * norm.pdf(f, 0.0, s)
+        mom.append(sum(integrate.quad(g, a, b, epsabs=0, epsrel=1e-13, limit=200)[0]
+                       for a, b in ((-40 * s, 0.0), (0.0, 40 * s))))
+    Z = mom[0]
+    mean = mom[1] / Z
+    return np.log(Z), mean, mom[2] / Z - mean ** 2
+
+
+@pytest.mark.parametrize("lik", LIKS)
+def test_single_point_is_exact(lik):
+    # n = 1: the cavity is the prior and one moment-matching update reproduces the
+    # tilted distribution's Z, mean and variance exactly.
+    for k in (0.01, 1.0, 30.0, 1e4):
+        for y in (1.0, -1.0):
+            logZ, mean, var = _true_n1(lik, y, k)
+            res = ep([[k]], [y], lik, tol=1e-12)
+            assert res.info["converged"]
+            assert res.log_evidence == pytest.approx(logZ, abs=1e-10)
+            m, v = res.posterior.latent_mean_and_variance(np.array([[k]]), [k])
+            assert m[0] == pytest.approx(mean, abs=1e-9 * np.sqrt(var))
+            assert v[0] == pytest.approx(var, rel=1e-9)
+            assert res.info["var"][0] == pytest.approx(var, rel=1e-9)
+
+
+def _orthant(r):
+    """P(u1 > 0, u2 > 0) for a standard bivariate normal with correlation r."""
+    return 0.25 + np.arcsin(r) / (2 * np.pi)
+
+
+def _true_n2(name, K, y, eps=EPS):
+    if name == "probit":     # y_i (f_i + e_i) > 0 with unit noise e
+        return np.log(_orthant(y[0] * y[1] * K[0, 1] / np.sqrt((1 + K[0, 0]) * (1 + K[1, 1]))))
+    P = _orthant(y[0] * y[1] * K[0, 1] / np.sqrt(K[0, 0] * K[1, 1]))
+    if name == "step":
+        return np.log(P)
+    if name == "noisy_threshold":   # expand prod (eps + (1-2eps) H_i); E[H_i] = 1/2
+        return np.log(eps ** 2 + eps * (1 - 2 * eps) + (1 - 2 * eps) ** 2 * P)
+    # logit: tensor Gauss-Hermite on f = L z (200 nodes; 160 nodes agree to 1e-15)
+    x, w = np.polynomial.hermite_e.hermegauss(200)
+    w = w / np.sqrt(2 * np.pi)
+    L = np.linalg.cholesky(K)
+    Z1, Z2 = np.meshgrid(x, x, indexing="ij")
+    f1, f2 = L[0, 0] * Z1, L[1, 0] * Z1 + L[1, 1] * Z2
+    return np.log(np.sum(np.outer(w, w) * np.exp(log_expit(y[0] * f1) + log_expit(y[1] * f2))))
+
+
+# Largest |log Z_EP - log Z_true| measured over the grid of the test below (EP is not
+# exact for n >= 2; the gap grows with the correlation and the signal variance):
+#
+#   likelihood       |rho|<=0.3  |rho|=0.6  |rho|=0.9   (max over sf2 in {0.5, 1, 4})
+#   probit           1.4e-4      1.6e-3     8.5e-3      (sf2=4, rho=0.9, y=(+,+))
+#   logit            4.2e-5      4.7e-4     2.3e-3      (sf2=4, rho=0.9, y=(+,+))
+#   step             2.9e-4      3.8e-3     3.0e-2      (any sf2: scale-free)
+#   noisy threshold  1.1e-4      3.6e-3     8.6e-2      (eps=0.1, rho=0.9, y=(+,-))
+N2_BOUND = {"probit": 1e-2, "logit": 1e-2, "step": 4e-2, "noisy_threshold": 1e-1}
+
+
+@pytest.mark.parametrize("lik", LIKS)
+def test_two_points_close_to_true_evidence(lik):
+    gaps = {}
+    for sf2 in (0.5, 1.0, 4.0):
+        for rho in (0.3, 0.6, 0.9, -0.6, -0.9):
+            for y in ((1.0, 1.0), (1.0, -1.0)):
+                K = sf2 * np.array([[1.0, rho], [rho, 1.0]])
+                res = ep(K, y, lik, tol=1e-12, max_sweeps=1000)
+                assert res.info["converged"]
+                gaps[sf2, rho, y] = res.log_evidence - _true_n2(lik, K, np.array(y))
+    assert max(abs(g) for g in gaps.values()) < N2_BOUND[lik]
+    # Weak correlation: nearly exact.  Strong correlation: visibly not exact (so the
+    # reference is not EP in disguise).
+    assert max(abs(g) for (s, r, _), g in gaps.items() if abs(r) <= 0.3) < 3e-4
+    assert max(abs(g) for (s, r, _), g in gaps.items() if abs(r) == 0.9) > 1e-3
+
+
+# --- 5. gradients -------------------------------------------------------------------------
+
+GRAD_X, GRAD_Y = data(10, 1)
+_CLIPPED_GRADIENT = pytest.mark.xfail(strict=True, reason=(
+    "Known limitation (documented, warned, info['gradient_exact'] is False): dK and "
+    "dlik omit the implicit term of sites clipped to tau=0 at the fixed point (noisy "
+    "threshold here), so they are not the derivative of the returned evidence; e.g. "
+    "sum(dK*K) = -0.0556 where the evidence is exactly invariant under K -> cK"))
+
+
+def _grad_cases():
+    for lik in LIKS:
+        for ell in (0.1, 1.0, 10.0):
+            for sf2 in (0.1, 1.0, 100.0):
+                marks = [_CLIPPED_GRADIENT] if lik == "noisy_threshold" and ell >= 1 else []
+                yield pytest.param(lik, ell, sf2, marks=marks, id=f"{lik}-ell{ell}-sf2{sf2}")
+
+
+@pytest.mark.parametrize("lik,ell,sf2", list(_grad_cases()))
+def test_dK_through_SE_hyperparameters(lik, ell, sf2):
+    X, y = GRAD_X, GRAD_Y
+    opts = dict(tol=1e-10, max_sweeps=5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = ep(se(X, ell, sf2), y, lik, **opts)
+    K = se(X, ell, sf2)
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    # h = 1e-3 in log-parameters: at ell = 10 the step likelihood's evidence is only
+    # reproducible to ~1e-10 (site precisions up to 4e5 against K's eigenvalues down to
+    # 1e-8), which h = 1e-4 would amplify to ~1e-6; the truncation error stays < 1e-7.
+    h = 1e-3
+
+    def lz(log_ell, log_sf2):
+        return ep(se(X, ell * np.exp(log_ell), sf2 * np.exp(log_sf2)), y, lik,
+                  init=res.state, compute_gradient=False, **opts).log_evidence
+
+    fd_ell = (lz(h, 0) - lz(-h, 0)) / (2 * h)
+    fd_sf2 = (lz(0, h) - lz(0, -h)) / (2 * h)
+    assert np.sum(res.dK * K * d2 / ell ** 2) == pytest.approx(fd_ell, rel=1e-5, abs=1e-7)
+    assert np.sum(res.dK * K) == pytest.approx(fd_sf2, rel=1e-5, abs=1e-7)
+    if lik in ("step", "noisy_threshold"):
+        # Scale-free likelihoods: the evidence does not depend on the signal variance.
+        assert abs(np.sum(res.dK * K)) < 1e-7
+    np.testing.assert_array_equal(res.dK, res.dK.T)
+
+
+@pytest.mark.parametrize("lik", LIKS)
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+def test_dK_in_random_directions(lik, updates):
+    X, y = data(10, 2)
+    K = se(X, 0.4, 2.0)
+    opts = dict(tol=1e-12, max_sweeps=5000, updates=updates)
+    res = ep(K, y, lik, **opts)
+    assert res.info["n_clipped"] == 0
+    rng = np.random.RandomState(5)
+    h = 1e-6
+    for _ in range(3):
+        A = rng.randn(10, 10)
+        E = (A + A.T) * 0.05
+        fd = (ep(K + h * E, y, lik, compute_gradient=False, init=res.state, **opts).log_evidence
+              - ep(K - h * E, y, lik, compute_gradient=False, init=res.state, **opts).log_evidence
+              ) / (2 * h)
+        assert np.sum(res.dK * E) == pytest.approx(fd, rel=1e-5, abs=1e-8)
+
+
+def test_dK_elementwise_small():
+    X, y = data(4, 3)
+    K = se(X, 1.0, 2.0)
+    res = ep(K, y, "logit", tol=1e-13)
+    for i in range(4):
+        for j in range(i + 1):
+            E = np.zeros((4, 4))
+            E[i, j] = E[j, i] = 1.0
+            h = 1e-6
+            fd = (ep(K + h * E, y, "logit", tol=1e-13).log_evidence
+                  - ep(K - h * E, y, "logit", tol=1e-13).log_evidence) / (2 * h)
+            assert res.dK[i, j] * (2 if i != j else 1) == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("ell", [
+    0.1, 0.3, pytest.param(1.0, marks=pytest.mark.xfail(strict=True, reason=(
+        "Known limitation (documented and warned): dlik omits the implicit term of "
+        "clipped sites: 2.9918 returned, 3.1663 by finite differences (eps=0.1)")))])
+@pytest.mark.parametrize("eps", [0.02, 0.1, 0.3])
+def test_dlik_noisy_threshold_eps(ell, eps):
+    X, y = GRAD_X, GRAD_Y
+    K = se(X, ell, 1.0)
+
+    def run(e):
+        return ep(K, y, NoisyThreshold(e), tol=1e-12, max_sweeps=2000)
+
+    res = run(eps)
+    h = 1e-6
+    fd = (run(eps + h).log_evidence - run(eps - h).log_evidence) / (2 * h)
+    assert res.dlik.shape == (1,)
+    assert res.dlik[0] == pytest.approx(fd, rel=1e-5)
+
+
+# --- 6. warm starts ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("lik", LIKS)
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+def test_warm_start_after_small_hyperparameter_change(lik, updates):
+    # Measured sweeps (cold -> warm, tol=1e-10): probit 11->10 / 23->19, logit 10->8 /
+    # 17->14, noisy threshold 21->19 / 81->61, step 19->17 / 72->54 (seq / par).
+    X, y = data(40, 6)
+    opts = dict(updates=updates, tol=1e-10)
+    first = ep(se(X, 1.0, 5.0), y, lik, **opts)
+    K2 = se(X, 1.05, 5.0)
+    cold = ep(K2, y, lik, **opts)
+    warm = ep(K2, y, lik, init=first.state, **opts)
+    assert cold.info["converged"] and warm.info["converged"]
+    assert warm.info["n_sweeps"] < cold.info["n_sweeps"]
+    assert warm.log_evidence == pytest.approx(cold.log_evidence, abs=1e-8)
+    np.testing.assert_allclose(warm.info["mean"], cold.info["mean"], atol=1e-8)
+    np.testing.assert_allclose(warm.info["var"], cold.info["var"], atol=1e-8)
+    np.testing.assert_allclose(warm.dK, cold.dK, atol=1e-8 * np.abs(cold.dK).max())
+
+
+def test_unusable_init_is_ignored():
+    X, y = data(20, 7)
+    K = se(X, 1.0, 2.0)
+    ref = ep(K, y, "probit")
+    for init in ({"tau": -np.ones(20), "nu": np.zeros(20)},      # negative precisions
+                 {"tau": np.ones(3), "nu": np.zeros(3)},          # wrong size
+                 {"tau": np.full(20, np.nan), "nu": np.zeros(20)},
+                 {"mode": np.zeros(20)}):                         # another method's state
+        res = ep(K, y, "probit", init=init)
+        assert res.info["n_sweeps"] == ref.info["n_sweeps"]
+        assert res.log_evidence == ref.log_evidence
+
+
+def test_random_order_is_reproducible():
+    X, y = data(20, 7)
+    K = se(X, 1.0, 2.0)
+    a = ep(K, y, "logit", order="random", random_state=3)
+    b = ep(K, y, "logit", order="random", random_state=np.random.RandomState(3))
+    np.testing.assert_array_equal(a.state["tau"], b.state["tau"])
+
+
+# --- 7. robustness -----------------------------------------------------------------------
+
+def _robustness_cases():
+    rng = np.random.RandomState(0)
+    Xs = np.r_[rng.randn(10, 2) - 2, rng.randn(10, 2) + 2]      # separable
+    ys = np.r_[-np.ones(10), np.ones(10)]
+    Xd, yd = data(12, 4)
+    Xdup, ydup = np.r_[Xd, Xd[:4]], np.r_[yd, yd[:4]]          # duplicates, same labels
+    Xc, yc = data(12, 5)
+    Xcon, ycon = np.r_[Xc, Xc[:3]], np.r_[yc, -yc[:3]]          # duplicates, opposite labels
+    cases = [(f"separable-sf2={s}", se(Xs, 1.0, s), ys) for s in (1.0, 100.0, 1e4)]
+    cases += [(f"ell={e}", se(Xd, e, 1.0), yd) for e in (1e-3, 1e-1, 1e1, 1e3)]
+    cases += [("duplicates", se(Xdup, 1.0, 1.0), ydup),
+              ("duplicates-sf2=1e4", se(Xdup, 1.0, 1e4), ydup),
+              ("conflicting-duplicates", se(Xcon, 1.0, 1.0), ycon),
+              ("conflicting-duplicates-ell=1e3", se(Xcon, 1e3, 10.0), ycon)]
+    return [pytest.param(*c, id=c[0]) for c in cases]
+
+
+@pytest.mark.parametrize("name,K,y", _robustness_cases())
+def test_hard_problems_give_finite_results_or_warn(name, K, y):
+    for lik in LIKS:
+        for updates in ("sequential", "parallel"):
+            res, w = quiet_ep(K, y, lik, updates=updates)
+            what = f"{name}, {lik}, {updates}"
+            assert np.isfinite(res.log_evidence), what
+            assert np.isfinite(res.dK).all() and np.isfinite(res.dlik).all(), what
+            assert np.isfinite(res.state["tau"]).all() and np.isfinite(res.state["nu"]).all()
+            m, v = res.posterior.latent_mean_and_variance(K[:, :3], np.diag(K)[:3])
+            assert np.isfinite(m).all() and np.isfinite(v).all(), what
+            assert res.info["n_nonfinite"] == 0, what
+            if not res.info["converged"]:
+                assert any(issubclass(x.category, ConvergenceWarning) for x in w), what
+            # Only gpc's own EP warnings (no overflow / invalid-value noise from NumPy).
+            assert all(str(x.message).startswith("EP") for x in w), what
+
+
+# The paper's synthetic example (Garcia-Fernandez, Tronarp & Sarkka, supplementary):
+# prior N([-0.5, -3], [[1, .8], [.8, 1]]), noisy threshold eps = 0.01, y = (+1, +1).
+# The paper prints the mean, eps and labels only as (lost) formulae; these values were
+# recovered by a grid search (each mean in {0, +-0.5, +-1, +-1.5, +-2, +-3}, eps in
+# {0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3}, all label pairs): they are the only ones (up
+# to the mirror m, y -> -m, -y) giving its published -117.9 for the sequential schedule
+# (sites 1 then 2; the next closest is 68 away), and they give the parallel schedule's
+# -117.9 as well.  The paper's third number, a cavity variance of -14.3 for f_2 with the
+# sites in the other order, is not reproduced: here that order converges (to a site of
+# negative precision, -0.79, but with every cavity proper).
+PAPER_MEAN = np.array([-0.5, -3.0])
+PAPER_K = np.array([[1.0, 0.8], [0.8, 1.0]])
+
+
+def _dense_ep(K, y, eps, sweeps, m0=None, policy="none", order=(0, 1), parallel=False):
+    """Textbook EP (R&W Alg. 3.5, with prior mean m0) for tiny problems.
+
+    policy "none" stops at the first improper cavity; "gpc" is gpc's documented policy
+    (improper cavity: skip the site; negative new precision: tau = 0, nu = d log Z/dm).
+    Returns (tau, nu, events) with events = [(sweep, site, cavity variance)] for the
+    improper cavities met and [(sweep, site, "clip")] for clipped updates."""
+    n = len(y)
+    m0 = np.zeros(n) if m0 is None else m0
+    tau, nu = np.zeros(n), np.zeros(n)
+    Kinv = np.linalg.inv(K)
+    events = []
+
+    def marginals():
+        Sigma = np.linalg.inv(Kinv + np.diag(tau))
+        return Sigma @ (Kinv @ m0 + nu), np.diag(Sigma)
+
+    def update(i, mu_i, var_i):
+        tau_c, nu_c = 1 / var_i - tau[i], mu_i / var_i - nu[i]
+        if tau_c <= 0:
+            events.append((sweep, i, 1 / tau_c))
+            return None
+        v_c, m_c = 1 / tau_c, nu_c / tau_c
+        _, d1, d2 = tilted("noisy_threshold", y[i], m_c, v_c, eps)
+        if policy == "gpc" and not (1 + d2 * v_c > 0 and d2 <= 0):
+            events.append((sweep, i, "clip"))
+            return 0.0, d1
+        t = -d2 / (1 + d2 * v_c)
+        return t, (d1 - m_c * d2) / (1 + d2 * v_c)
+
+    for sweep in range(sweeps):
+        if parallel:
+            mu, var = marginals()
+            new = [update(i, mu[i], var[i]) for i in range(n)]
+            if policy == "none" and any(u is None for u in new):
+                break
+            for i, u in enumerate(new):
+                if u is not None:
+                    tau[i], nu[i] = u
+            continue
+        for i in order:
+            mu, var = marginals()
+            u = update(i, mu[i], var[i])
+            if u is None and policy == "none":
+                return tau, nu, events
+            if u is not None:
+                tau[i], nu[i] = u
+    return tau, nu, events
+
+
+def test_reference_ep_reproduces_the_papers_negative_cavity():
+    # Published: after the first round (site 1 then site 2) the cavity of f_1 has
+    # variance -117.9; in parallel, after the second update, it is -117.9 as well.
+    y = np.array([1.0, 1.0])
+    _, _, ev = _dense_ep(PAPER_K, y, 0.01, 3, m0=PAPER_MEAN)
+    assert ev[0][:2] == (1, 0) and ev[0][2] == pytest.approx(-117.9, abs=0.05)
+    _, _, ev = _dense_ep(PAPER_K, y, 0.01, 3, m0=PAPER_MEAN, parallel=True)
+    assert ev[0][:2] == (2, 0) and ev[0][2] == pytest.approx(-117.9, abs=0.05)
+
+
+# gpc has no prior mean, so the paper's exact configuration cannot be passed; the same
+# mechanism (the noisy threshold is not log-concave: a cavity mean on the wrong side gives
+# d2 log Z / dm2 > 0, a negative site precision, then an improper cavity) occurs with a
+# zero mean for strongly correlated points with opposite labels.
+ZM_K = np.array([[1.0, 0.99], [0.99, 1.0]])
+ZM_Y = np.array([1.0, -1.0])
+
+
+def test_zero_mean_analogue_has_negative_cavity_without_fixes():
+    _, _, ev = _dense_ep(ZM_K, ZM_Y, 0.01, 5)
+    assert ev and ev[0][2] < 0            # measured: cavity variance -21.69 in sweep 3
+
+
+def test_zero_mean_analogue_follows_the_documented_policy():
+    lik = NoisyThreshold(0.01)
+    for sweeps in range(1, 7):
+        tau, nu, ev = _dense_ep(ZM_K, ZM_Y, 0.01, sweeps, policy="gpc")
+        res, w = quiet_ep(ZM_K, ZM_Y, lik, max_sweeps=sweeps, tol=1e-12)
+        np.testing.assert_allclose(res.state["tau"], tau, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(res.state["nu"], nu, rtol=1e-9, atol=1e-12)
+        assert res.info["n_clipped"] == sum(e[2] == "clip" for e in ev)
+        assert res.info["n_skipped"] == 0       # clipping keeps every cavity proper
+    assert res.info["n_clipped"] > 0
+
+
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+@pytest.mark.parametrize("order", ["fixed", "random"])
+def test_zero_mean_analogue_neither_crashes_nor_nans(updates, order):
+    res, w = quiet_ep(ZM_K, ZM_Y, NoisyThreshold(0.01), updates=updates, order=order,
+                      random_state=0)
+    assert np.isfinite(res.log_evidence)
+    assert np.isfinite(res.dK).all() and np.isfinite(res.dlik).all()
+    assert np.isfinite(res.info["mean"]).all() and (res.info["var"] > 0).all()
+    assert (res.state["tau"] >= 0).all()
+    assert res.info["n_clipped"] > 0 and res.info["n_nonfinite"] == 0
+    if not res.info["converged"]:
+        assert any(issubclass(x.category, ConvergenceWarning) for x in w)
+
+
+def test_indefinite_K_is_reported():
+    # EP never factorises K itself; infer checks it (check_psd=True by default).
+    K = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -50.0]])
+    with pytest.raises(NotPositiveDefiniteError, match="not positive semi-definite"):
+        ep(K, [1, -1, 1], "probit")
+    rng = np.random.RandomState(0)
+    A = rng.randn(6, 6)
+    mild = A @ A.T - 1.5 * np.min(np.linalg.eigvalsh(A @ A.T)) * np.eye(6) \
+        - 0.3 * np.eye(6)
+    if np.min(np.linalg.eigvalsh(mild)) < -1e-3 * np.mean(np.diag(mild)):
+        with pytest.raises(NotPositiveDefiniteError):
+            ep(mild, [1, -1, 1, 1, -1, 1], "step")
+
+
+# --- 8. non-convergence and options --------------------------------------------------------
+
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+def test_not_converged_warns(updates):
+    X, y = data(30, 7)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = ep(se(X, 1.0, 100.0), y, "probit", updates=updates, max_sweeps=1)
+    assert not res.info["converged"] and res.info["n_sweeps"] == 1
+    assert np.isfinite(res.log_evidence)
+
+
+@pytest.mark.parametrize("opts,match", [
+    (dict(updates="x"), "updates"),
+    (dict(order="y"), "order"),
+    (dict(damping=0), "damping"),
+    (dict(damping=1.5), "damping"),
+    (dict(damping=-0.5), "damping"),
+    (dict(min_damping=0), "min_damping"),
+    (dict(tol=0), "tol"),
+    (dict(tol=np.nan), "tol"),
+    (dict(max_sweeps=0), "max_sweeps"),
+])
+def test_bad_options(opts, match):
+    with pytest.raises(ValueError, match=match):
+        ep(np.eye(2), [1, -1], "probit", **opts)
+
+
+def test_empty_problem():
+    res = ep(np.zeros((0, 0)), np.zeros(0), "probit")
+    assert res.log_evidence == 0.0 and res.dK.shape == (0, 0)
