@@ -22,10 +22,20 @@ def make_data(n, d=8, seed=0):
     return X, y
 
 
+def settle():
+    """Let BLAS worker threads from earlier calls go idle before a timing.
+
+    OpenBLAS workers spin for about 0.1 s after a call; numpy and SciPy may each load
+    their own OpenBLAS, and spinning workers of one slow the other on 2 cores.
+    """
+    time.sleep(0.3)
+
+
 def best_of(fn, repeat):
-    """(best wall time, last result) of ``repeat`` calls."""
+    """(best wall time, last result) of ``repeat`` calls, each after :func:`settle`."""
     best, out = np.inf, None
     for _ in range(repeat):
+        settle()
         t0 = time.perf_counter()
         out = fn()
         best = min(best, time.perf_counter() - t0)
@@ -38,6 +48,7 @@ def cholesky_time(K, repeat=3):
 
     def once():
         A = np.array(B, order="F", copy=True)
+        settle()
         t0 = time.perf_counter()
         lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
         return time.perf_counter() - t0

@@ -63,3 +63,16 @@ cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
 cdef inline double dot(const double* x, const double* y, int n) noexcept nogil:
     cdef int one = 1
     return ddot(&n, <double*> x, &one, <double*> y, &one)
+
+
+cdef inline int chol_site_matrix(const double* K, const double* s, double* L,
+                                 int n) noexcept nogil:
+    """L = chol(I + diag(s) K diag(s)) in place (lower), the well-conditioned matrix of
+    every site-form method (Laplace: s = sqrt(W); EP: s = sqrt(tau)).  Reads the lower
+    triangle of K; returns LAPACK info."""
+    cdef int i, j
+    for j in range(n):
+        for i in range(j, n):
+            L[i + j * n] = s[i] * K[i + j * n] * s[j]
+        L[j + j * n] += 1.0
+    return chol_lower(L, n)

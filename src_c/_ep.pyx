@@ -19,9 +19,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
 from scipy.linalg.cython_blas cimport dsyr, dtrmm, dsyrk, dtrmv
-from scipy.linalg.cython_lapack cimport dtrtri, dlauum
+from scipy.linalg.cython_lapack cimport dtrtri
 
-from _blas cimport chol_lower, symv_lower
+from _blas cimport chol_inverse_lower, chol_site_matrix, symv_lower
 from _lik cimport Quad, lik_gauss_moments
 
 
@@ -37,14 +37,10 @@ STATUS_NONFINITE = ST_NONFINITE
 
 cdef int _factor(const double* K, const double* tau, double* S, double* L, int n) noexcept nogil:
     """S = sqrt(tau); L = chol(I + S K S) (lower).  Returns LAPACK info."""
-    cdef int i, j
+    cdef int i
     for i in range(n):
         S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
-    for j in range(n):
-        for i in range(j, n):
-            L[i + j * n] = S[i] * K[i + j * n] * S[j]
-        L[j + j * n] += 1.0
-    return chol_lower(L, n)
+    return chol_site_matrix(K, S, L, n)
 
 
 cdef int _invert_factor(const double* L, double* Linv, int n) noexcept nogil:
@@ -403,8 +399,6 @@ def ep_dK(const double[::1, :] L, const double[::1] S, const double[::1] b,
     Returns the LAPACK info of the inversion (0 on success)."""
     cdef int n = L.shape[0]
     cdef int i, j, info = 0
-    cdef char uplo = b'L'
-    cdef char diag = b'N'
     cdef double* R = &dK[0, 0]
     cdef double g
     if L.shape[1] != n or S.shape[0] != n or b.shape[0] != n or dK.shape[0] != n \
@@ -416,9 +410,7 @@ def ep_dK(const double[::1, :] L, const double[::1] S, const double[::1] b,
         for j in range(n):
             for i in range(j, n):
                 R[i + j * n] = L[i, j]
-        dtrtri(&uplo, &diag, &n, R, &n, &info)
-        if info == 0:
-            dlauum(&uplo, &n, R, &n, &info)           # L^{-T} L^{-1} = B^{-1}
+        info = chol_inverse_lower(R, n)                # B^{-1} (lower)
         if info == 0:
             for j in range(n):
                 for i in range(j, n):

@@ -12,7 +12,7 @@
 from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 
-from _blas cimport chol_lower, chol_inverse_lower, chol_solve_lower, symv_lower, dot
+from _blas cimport chol_site_matrix, chol_inverse_lower, chol_solve_lower, symv_lower, dot
 from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN
 
 # Status codes returned by newton_mode (read from Python as _laplace.STATUS_*).
@@ -169,12 +169,8 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
                     break
                 for i in range(n):
                     sW[i] = sqrt(w[i])
-                # B = I + sW K sW, lower triangle, then L = chol(B) in place.
-                for j in range(n):
-                    for i in range(j, n):
-                        Lp[i + j * n] = sW[i] * Kp[i + j * n] * sW[j]
-                    Lp[j + j * n] += 1.0
-                if chol_lower(Lp, n) != 0:
+                # L = chol(B), B = I + sW K sW.
+                if chol_site_matrix(Kp, &sW[0], Lp, n) != 0:
                     status = ST_NOT_PD
                     break
                 if done or it >= max_iter:
