@@ -96,19 +96,23 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                                 f"The kernel {kernel!r} gives a covariance matrix that")
         objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
                                       self._inference_options(), state=state,
-                                      jitter=jitter)
+                                      jitter=jitter,
+                                      learn_likelihood=self.optimizer is not None)
         optimum = None
         try:
-            if self.optimizer is not None and kernel.n_dims > 0:
-                priors = self._priors_for(kernel)
+            if self.optimizer is not None and objective.theta.shape[0] > 0:
+                priors = self._priors_for(kernel, objective.theta.shape[0])
                 optimum = maximize_evidence(
-                    objective, kernel.theta, kernel.bounds, optimizer=self.optimizer,
-                    n_restarts=self.n_restarts_optimizer,
+                    objective, objective.theta, objective.bounds,
+                    optimizer=self.optimizer, n_restarts=self.n_restarts_optimizer,
                     random_state=self.random_state, priors=priors,
                     verbose=self.verbose)
-                kernel.theta = optimum.theta
-                kernel._check_bounds_params()
-            result, _ = objective.infer(kernel.theta, compute_gradient=False)
+                objective._set_theta(optimum.theta)
+                kernel.theta = objective.kernel.theta
+                likelihood = objective.likelihood
+                if kernel.n_dims:
+                    kernel._check_bounds_params()
+            result, _ = objective.infer(objective.theta, compute_gradient=False)
         except NotPositiveDefiniteError as exc:
             raise NotPositiveDefiniteError(
                 f"The kernel {kernel!r} gives a covariance matrix that is not positive "
@@ -127,11 +131,16 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self._warm_state = (key, result.state)
         return self
 
-    def _priors_for(self, kernel):
+    def _priors_for(self, kernel, n_theta):
         """Translate ``priors`` (dict by hyperparameter name, or a sequence aligned
-        with theta) into a list aligned with theta."""
+        with the kernel's theta) into a list aligned with the optimised theta (the
+        kernel's, then any learnt likelihood parameters, which get no prior)."""
         if self.priors is None:
             return None
+        out = self._kernel_priors(kernel)
+        return out + [None] * (n_theta - len(out))
+
+    def _kernel_priors(self, kernel):
         names = [h.name for h in kernel.hyperparameters if not h.fixed]
         sizes = [h.n_elements for h in kernel.hyperparameters if not h.fixed]
         if isinstance(self.priors, dict):
@@ -236,7 +245,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
         "logit", "probit", "noisy_threshold", "step" (the last two need
-        ``method="ep"``), or a :mod:`gpc.likelihoods` object.
+        ``method="ep"``), or a :mod:`gpc.likelihoods` object. Its parameters whose
+        bounds are not "fixed" (the noisy threshold's eps) are learnt with the
+        kernel's when ``optimizer`` is set; ``likelihood_`` of the binary estimators
+        holds the fitted values.
     inference_options : dict, default=None
         Further options of the inference method, e.g.
         ``{"updates": "parallel"}`` for EP (see :func:`gpc.infer`).

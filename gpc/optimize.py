@@ -276,6 +276,9 @@ class EvidenceObjective:
         Initial warm-start state.
     jitter : float, default=0.0
         Added to the diagonal of K.
+    learn_likelihood : bool, default=False
+        Append the log of the likelihood's non-fixed parameters (e.g. the noisy
+        threshold's eps) to theta; their gradient comes from the method's ``dlik``.
 
     Examples
     --------
@@ -292,7 +295,7 @@ class EvidenceObjective:
     """
 
     def __init__(self, kernel, X, y, likelihood, method="laplace", options=None,
-                 state=None, jitter=0.0):
+                 state=None, jitter=0.0, learn_likelihood=False):
         from .inference import get_method
 
         self.kernel = kernel.clone_with_theta(kernel.theta)
@@ -305,11 +308,40 @@ class EvidenceObjective:
         self.state = state
         self.jitter = float(jitter)
         self.n_calls = 0
+        bounds = np.asarray(likelihood.param_bounds, dtype=np.float64).reshape(-1, 2)
+        self._lik_free = (bounds[:, 0] < bounds[:, 1]) if learn_likelihood else \
+            np.zeros(len(bounds), dtype=bool)
+        self._lik_bounds = bounds[self._lik_free]
+
+    @property
+    def theta(self):
+        """Current log-hyperparameters: the kernel's, then the free likelihood
+        parameters' (when ``learn_likelihood``)."""
+        lik = np.log(np.asarray(self.likelihood.params, dtype=np.float64)[self._lik_free])
+        return np.concatenate([self.kernel.theta, lik])
+
+    @property
+    def bounds(self):
+        """Log-space bounds aligned with :attr:`theta`."""
+        return np.vstack([self.kernel.bounds.reshape(-1, 2),
+                          np.log(self._lik_bounds).reshape(-1, 2)])
+
+    def _set_theta(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        nk = self.kernel.theta.shape[0]
+        if theta.shape[0] != nk + int(self._lik_free.sum()):
+            raise ValueError(f"theta has {theta.shape[0]} entries; expected "
+                             f"{nk + int(self._lik_free.sum())}.")
+        self.kernel.theta = theta[:nk]
+        if self._lik_free.any():
+            params = np.asarray(self.likelihood.params, dtype=np.float64).copy()
+            params[self._lik_free] = np.exp(theta[nk:])
+            self.likelihood = self.likelihood.with_params(params)
 
     def kernel_matrix(self, theta=None):
         """K(X) at theta (or the current theta), jitter included, Fortran view."""
         if theta is not None:
-            self.kernel.theta = np.asarray(theta, dtype=np.float64)
+            self._set_theta(theta)
         K = np.asarray(self.kernel(self.X), dtype=np.float64)
         if self.jitter:
             K = np.array(K, copy=True)
@@ -333,4 +365,12 @@ class EvidenceObjective:
 
         res, K = self.infer(theta, compute_gradient=True)
         grad = contract(self.kernel, self.X, res.dK, K=None if self.jitter else K)
+        if self._lik_free.any():
+            if res.dlik is None:
+                raise ValueError(f"method {self.method!r} gives no derivatives with "
+                                 "respect to likelihood parameters; fix them (bounds "
+                                 "'fixed') or use method='ep'.")
+            params = np.asarray(self.likelihood.params, dtype=np.float64)
+            # d/d log(p) = p d/dp
+            grad = np.concatenate([grad, (params * res.dlik)[self._lik_free]])
         return res.log_evidence, np.asarray(grad, dtype=np.float64)

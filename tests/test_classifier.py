@@ -271,3 +271,50 @@ def test_bundled_data_sets():
     assert (ytr.sum(), yte.sum()) == (68, 109)
     with pytest.raises(ValueError, match="Unknown data set"):
         load_dataset("usps")
+
+
+def test_noisy_threshold_eps_is_learnt_with_ep():
+    rng = np.random.RandomState(11)
+    X = rng.randn(80, 2)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    flip = rng.rand(80) < 0.1
+    y[flip] = 1 - y[flip]
+    kernel = C(1.0) * RBF([1.0, 1.0])
+    learnt = GaussianProcessClassifier(kernel, method="ep",
+                                       likelihood=gpc.likelihoods.NoisyThreshold(0.3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learnt.fit(X, y)
+        fixed = GaussianProcessClassifier(
+            kernel, method="ep",
+            likelihood=gpc.likelihoods.NoisyThreshold(0.3, eps_bounds="fixed")).fit(X, y)
+    eps = learnt.base_estimator_.likelihood_.eps
+    assert eps != 0.3 and 0.0 < eps < 0.3
+    assert fixed.base_estimator_.likelihood_.eps == 0.3
+    assert learnt.log_marginal_likelihood_value_ > fixed.log_marginal_likelihood_value_
+    # The estimator's parameter is left untouched.
+    assert learnt.likelihood.eps == 0.3
+
+
+def test_objective_gradient_in_log_eps_matches_finite_differences():
+    from gpc.optimize import EvidenceObjective
+
+    # A problem whose EP fixed point has no clipped site (with clipped sites the EP
+    # gradient is approximate, as documented and warned).
+    rng = np.random.RandomState(6)
+    X = rng.randn(15, 1)
+    y = np.where(X[:, 0] + 0.3 * rng.randn(15) > 0, 1.0, -1.0)
+    obj = EvidenceObjective(C(1.0) * RBF(0.3), X, y, gpc.likelihoods.NoisyThreshold(0.1),
+                            "ep", {"tol": 1e-12, "max_sweeps": 2000},
+                            learn_likelihood=True)
+    theta = obj.theta.copy()
+    assert theta.shape == (3,) and theta[-1] == pytest.approx(np.log(0.1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, grad = obj(theta)
+    h = 1e-5
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = h
+        fd = (obj(theta + e)[0] - obj(theta - e)[0]) / (2 * h)
+        assert grad[k] == pytest.approx(fd, rel=1e-5, abs=1e-8)
