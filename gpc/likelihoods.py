@@ -529,7 +529,64 @@ class Logit(Likelihood):
         return super().predict(m, v)
 
 
-class NoisyThreshold(Likelihood):
+class _ScalarParameter(Likelihood):
+    """Shared handling of a likelihood with one scalar parameter: its value, its
+    bounds (a pair or "fixed") and their validation.
+
+    Subclasses set ``_param`` (the attribute name), ``_admissible`` (a predicate on
+    values) and ``_range_text`` (how the admissible range reads in messages).
+    """
+
+    _param = None
+    _range_text = ""
+
+    @staticmethod
+    def _admissible(value):
+        raise NotImplementedError
+
+    def _bounds(self):
+        name = self._param
+        b = getattr(self, name + "_bounds")
+        if isinstance(b, str):
+            if b != "fixed":
+                raise ValueError(f"{name}_bounds must be a pair or 'fixed', got {b!r}")
+            value = float(getattr(self, name))
+            return value, value
+        try:
+            lo, hi = (float(x) for x in b)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}_bounds must be a pair (low, high) or 'fixed', "
+                             f"got {b!r}") from None
+        if not (lo <= hi and self._admissible(lo) and self._admissible(hi)):
+            raise ValueError(f"{name}_bounds must satisfy low <= high, both in "
+                             f"{self._range_text}, got {b!r}")
+        return lo, hi
+
+    def _validate(self):
+        name = self._param
+        value = getattr(self, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {value!r}")
+        value = float(value)
+        if not self._admissible(value):
+            raise ValueError(f"{name} must lie in {self._range_text}, got {value!r}")
+        lo, hi = self._bounds()
+        if not lo <= value <= hi:
+            raise ValueError(f"{name}={value!r} lies outside {name}_bounds="
+                             f"{getattr(self, name + '_bounds')!r}")
+
+    @property
+    def params(self):
+        """``[value]`` as a new float64 array."""
+        return np.array([float(getattr(self, self._param))])
+
+    @property
+    def param_bounds(self):
+        """``[[low, high]]`` from the bounds (``[[value, value]]`` when fixed)."""
+        return np.array([self._bounds()])
+
+
+class NoisyThreshold(_ScalarParameter):
     """Noisy step: p(y | f) = eps + (1 - 2 eps) H(y f).
 
     The label is flipped with probability ``eps`` (H is the Heaviside step,
@@ -576,47 +633,17 @@ class NoisyThreshold(Likelihood):
     name = "noisy_threshold"
     has_derivatives = False
     param_names = ("eps",)
+    _param = "eps"
+    _range_text = "[0, 0.5]"
+
+    @staticmethod
+    def _admissible(value):
+        return 0.0 <= value <= 0.5
 
     def __init__(self, eps=0.1, eps_bounds=(1e-6, 0.5)):
         self.eps = eps
         self.eps_bounds = eps_bounds
         self._validate()
-
-    def _bounds(self):
-        b = self.eps_bounds
-        if isinstance(b, str):
-            if b != "fixed":
-                raise ValueError(f"eps_bounds must be a pair or 'fixed', got {b!r}")
-            return float(self.eps), float(self.eps)
-        try:
-            lo, hi = (float(x) for x in b)
-        except (TypeError, ValueError):
-            raise ValueError(f"eps_bounds must be a pair (low, high) or 'fixed', "
-                             f"got {b!r}") from None
-        if not (0.0 <= lo <= hi <= 0.5):
-            raise ValueError(f"eps_bounds must satisfy 0 <= low <= high <= 0.5, got {b!r}")
-        return lo, hi
-
-    def _validate(self):
-        eps = self.eps
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-            raise TypeError(f"eps must be a real number, got {eps!r}")
-        eps = float(eps)
-        if not 0.0 <= eps <= 0.5:
-            raise ValueError(f"eps must lie in [0, 0.5], got {eps!r}")
-        lo, hi = self._bounds()
-        if not lo <= eps <= hi:
-            raise ValueError(f"eps={eps!r} lies outside eps_bounds={self.eps_bounds!r}")
-
-    @property
-    def params(self):
-        """``[eps]`` as a new float64 array."""
-        return np.array([float(self.eps)])
-
-    @property
-    def param_bounds(self):
-        """``[[low, high]]`` from ``eps_bounds``."""
-        return np.array([self._bounds()])
 
 
 class Step(Likelihood):
@@ -646,7 +673,7 @@ class Step(Likelihood):
         pass
 
 
-class Gaussian(Likelihood):
+class Gaussian(_ScalarParameter):
     """Gaussian (regression) likelihood p(y | f) = N(y; f, s2), y real.
 
     Not a classification likelihood: targets are real numbers and there is no
@@ -693,50 +720,17 @@ class Gaussian(Likelihood):
     has_derivatives = True
     is_classification = False
     param_names = ("noise_variance",)
+    _param = "noise_variance"
+    _range_text = "(0, inf)"
+
+    @staticmethod
+    def _admissible(value):
+        return 0.0 < value < np.inf
 
     def __init__(self, noise_variance=1.0, noise_variance_bounds=(1e-6, 1e6)):
         self.noise_variance = noise_variance
         self.noise_variance_bounds = noise_variance_bounds
         self._validate()
-
-    def _bounds(self):
-        b = self.noise_variance_bounds
-        if isinstance(b, str):
-            if b != "fixed":
-                raise ValueError(f"noise_variance_bounds must be a pair or 'fixed', "
-                                 f"got {b!r}")
-            return float(self.noise_variance), float(self.noise_variance)
-        try:
-            lo, hi = (float(x) for x in b)
-        except (TypeError, ValueError):
-            raise ValueError(f"noise_variance_bounds must be a pair (low, high) or "
-                             f"'fixed', got {b!r}") from None
-        if not (0.0 < lo <= hi < np.inf):
-            raise ValueError(f"noise_variance_bounds must satisfy 0 < low <= high < inf, "
-                             f"got {b!r}")
-        return lo, hi
-
-    def _validate(self):
-        s2 = self.noise_variance
-        if isinstance(s2, bool) or not isinstance(s2, numbers.Real):
-            raise TypeError(f"noise_variance must be a real number, got {s2!r}")
-        s2 = float(s2)
-        if not (0.0 < s2 < np.inf):
-            raise ValueError(f"noise_variance must be positive and finite, got {s2!r}")
-        lo, hi = self._bounds()
-        if not lo <= s2 <= hi:
-            raise ValueError(f"noise_variance={s2!r} lies outside "
-                             f"noise_variance_bounds={self.noise_variance_bounds!r}")
-
-    @property
-    def params(self):
-        """``[noise_variance]`` as a new float64 array."""
-        return np.array([float(self.noise_variance)])
-
-    @property
-    def param_bounds(self):
-        """``[[low, high]]`` from ``noise_variance_bounds``."""
-        return np.array([self._bounds()])
 
     def _targets(self, y):
         """Elementwise targets: any real numbers (NaN propagates)."""
