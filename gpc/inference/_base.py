@@ -91,9 +91,12 @@ def psd_jitter(K, what="K"):
         raise NotPositiveDefiniteError(
             f"{what} is not positive semi-definite (its mean diagonal is not "
             "positive): it is not a valid covariance.")
+    diag = np.diag_indices(n)
     for rel in JITTER_LADDER:
+        A = np.array(K, order="F", copy=True)
+        A[diag] += rel * scale
         try:
-            cholesky(K + rel * scale * np.eye(n), lower=True, check_finite=False)
+            cholesky(A, lower=True, overwrite_a=True, check_finite=False)
         except LinAlgError:
             continue
         return 0.0 if rel == JITTER_LADDER[0] else rel * scale
