@@ -312,6 +312,9 @@ class EvidenceObjective:
         self._lik_free = (bounds[:, 0] < bounds[:, 1]) if learn_likelihood else \
             np.zeros(len(bounds), dtype=bool)
         self._lik_bounds = bounds[self._lik_free]
+        if (self._lik_bounds[:, 0] <= 0).any():
+            raise ValueError("likelihood parameters are learnt in log space: their lower "
+                             f"bounds must be > 0, got {self._lik_bounds[:, 0]}.")
 
     @property
     def theta(self):
