@@ -76,3 +76,38 @@ cdef inline int chol_site_matrix(const double* K, const double* s, double* L,
             L[i + j * n] = s[i] * K[i + j * n] * s[j]
         L[j + j * n] += 1.0
     return chol_lower(L, n)
+
+
+cdef inline int site_inverse(const double* L, double* R, int n) noexcept nogil:
+    """Lower triangle of R = B^{-1} from the lower factor L of B (copy, then dpotri).
+    Returns LAPACK info."""
+    cdef int i, j
+    for j in range(n):
+        for i in range(j, n):
+            R[i + j * n] = L[i + j * n]
+    return chol_inverse_lower(R, n)
+
+
+cdef inline void scale_site_inverse(double* R, const double* s, int n) noexcept nogil:
+    """R <- diag(s) R diag(s) on the lower triangle (B^{-1} -> S B^{-1} S)."""
+    cdef int i, j
+    for j in range(n):
+        for i in range(j, n):
+            R[i + j * n] *= s[i] * s[j]
+
+
+cdef inline void fill_site_dK(double* R, const double* b, const double* u,
+                              int n) noexcept nogil:
+    """R holds S B^{-1} S (lower triangle); overwrite it, both triangles, with
+    dK = (b b' - R)/2 + (u b' + b u')/2 (u may be NULL: no implicit term).  The
+    gradient of every site-form method (R&W Alg. 5.1, 5.2)."""
+    cdef int i, j
+    cdef double g
+    for j in range(n):
+        for i in range(j, n):
+            g = b[i] * b[j] - R[i + j * n]
+            if u != NULL:
+                g += u[i] * b[j] + b[i] * u[j]
+            g *= 0.5
+            R[i + j * n] = g
+            R[j + i * n] = g

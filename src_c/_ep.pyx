@@ -21,7 +21,8 @@ from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dsyr, dtrmm, dsyrk, dtrmv
 from scipy.linalg.cython_lapack cimport dtrtri
 
-from _blas cimport chol_inverse_lower, chol_site_matrix, symv_lower
+from _blas cimport (chol_site_matrix, fill_site_dK, scale_site_inverse, site_inverse,
+                    symv_lower)
 from _lik cimport Quad, lik_gauss_moments
 
 
@@ -398,23 +399,16 @@ def ep_dK(const double[::1, :] L, const double[::1] S, const double[::1] b,
 
     Returns the LAPACK info of the inversion (0 on success)."""
     cdef int n = L.shape[0]
-    cdef int i, j, info = 0
+    cdef int info = 0
     cdef double* R = &dK[0, 0]
-    cdef double g
     if L.shape[1] != n or S.shape[0] != n or b.shape[0] != n or dK.shape[0] != n \
             or dK.shape[1] != n:
         raise ValueError("ep_dK: inconsistent shapes.")
     if n == 0:
         return 0
     with nogil:
-        for j in range(n):
-            for i in range(j, n):
-                R[i + j * n] = L[i, j]
-        info = chol_inverse_lower(R, n)                # B^{-1} (lower)
+        info = site_inverse(&L[0, 0], R, n)
         if info == 0:
-            for j in range(n):
-                for i in range(j, n):
-                    g = 0.5 * (b[i] * b[j] - S[i] * R[i + j * n] * S[j])
-                    R[i + j * n] = g
-                    R[j + i * n] = g
+            scale_site_inverse(R, &S[0], n)
+            fill_site_dK(R, &b[0], NULL, n)
     return info

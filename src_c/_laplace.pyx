@@ -12,7 +12,8 @@
 from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 
-from _blas cimport chol_site_matrix, chol_inverse_lower, chol_solve_lower, symv_lower, dot
+from _blas cimport (chol_site_matrix, chol_solve_lower, fill_site_dK,
+                    scale_site_inverse, site_inverse, symv_lower, dot)
 from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN
 
 # Status codes returned by newton_mode (read from Python as _laplace.STATUS_*).
@@ -278,10 +279,7 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
     s2 = work; tmp = work + n; u = work + 2 * n
     try:
         with nogil:
-            for j in range(n):
-                for i in range(j, n):
-                    R[i + j * n] = Lp[i + j * n]
-            info = chol_inverse_lower(R, n)
+            info = site_inverse(Lp, R, n)
             if info == 0:
                 for i in range(n):
                     lik_derivs(lik, y[i], f[i], parp, &lp, &g1, &g2, &g3)
@@ -293,22 +291,13 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
                         s2[i] = 0.5 * sig * g3
                     else:
                         s2[i] = 0.0
-                # R = sW Binv sW (lower triangle)
-                for j in range(n):
-                    for i in range(j, n):
-                        R[i + j * n] *= sW[i] * sW[j]
+                scale_site_inverse(R, &sW[0], n)          # R = sW Binv sW
                 # u = s2 - R (K s2)
                 symv_lower(Kp, n, s2, tmp, 1.0, 0.0)
                 for i in range(n):
                     u[i] = s2[i]
                 symv_lower(R, n, tmp, u, -1.0, 1.0)
-                # dK = (a a' - R)/2 + (u a' + a u')/2, both triangles.
-                for j in range(n):
-                    for i in range(j, n):
-                        g1 = 0.5 * (alpha[i] * alpha[j] - R[i + j * n]
-                                    + u[i] * alpha[j] + alpha[i] * u[j])
-                        R[i + j * n] = g1
-                        R[j + i * n] = g1
+                fill_site_dK(R, &alpha[0], u, n)
     finally:
         free(work)
     return info
