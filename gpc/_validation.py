@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ._checks import symmetry_check
+
 
 class NotPositiveDefiniteError(np.linalg.LinAlgError, ValueError):
     """A covariance matrix is not positive semi-definite, even after jitter.
@@ -28,12 +30,11 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be a square 2-D array, got shape {K.shape}.")
     K = np.asarray(K, dtype=np.float64)
-    if not np.isfinite(K).all():
+    finite, scale, asym = symmetry_check(K)
+    if not finite:
         raise ValueError(f"{name} contains NaN or infinity.")
-    if K.shape[0] > 0:
-        scale = np.max(np.abs(K))
-        if np.max(np.abs(K - K.T)) > symmetry_tol * max(scale, 1e-300):
-            raise ValueError(f"{name} must be symmetric.")
+    if asym > symmetry_tol * max(scale, 1e-300):
+        raise ValueError(f"{name} must be symmetric.")
     if K.flags.f_contiguous:
         return K
     if K.flags.c_contiguous:

@@ -18,11 +18,10 @@ from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from scipy.linalg.cython_blas cimport dsyr, dtrmm, dsyrk, dtrmv
-from scipy.linalg.cython_lapack cimport dtrtri
+from scipy.linalg.cython_blas cimport dsymv, dsyr, dtrmm, dsyrk, dtrmv
+from scipy.linalg.cython_lapack cimport dlauum, dtrtri
 
-from _blas cimport (chol_site_matrix, fill_site_dK, scale_site_inverse, site_inverse,
-                    symv_lower)
+from _blas cimport chol_site_matrix, fill_site_dK, scale_site_inverse, symv_lower
 from _lik cimport Quad, lik_gauss_moments
 
 
@@ -199,6 +198,120 @@ cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
     nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
 
 
+cdef double _propose(int lik, const double[::1] y, const double* tau, const double* nu,
+                     const double* var, const double* mu, const double* par,
+                     const Quad* quad, int n, double* tnew, double* nnew,
+                     int* counts) noexcept nogil:
+    """Undamped EP updates of every site from the marginals (var, mu) into (tnew,
+    nnew); counts[0..2] += skipped, clipped, non-finite.  Returns the residual: the
+    largest change of a site parameter relative to 1 + |new value| (NaN-propagating)."""
+    cdef int i, flags
+    cdef double change = 0.0
+    for i in range(n):
+        _site_update(lik, y[i], tau[i], nu[i], var[i], mu[i], par, quad, 1.0,
+                     &tnew[i], &nnew[i], &flags)
+        counts[0] += flags & 1
+        counts[1] += (flags >> 1) & 1
+        counts[2] += (flags >> 2) & 1
+        change = _max_change(change, tau[i], tnew[i])
+        change = _max_change(change, nu[i], nnew[i])
+    return change
+
+
+cdef inline double _max_change(double change, double old, double new) noexcept nogil:
+    cdef double d = fabs(new - old) / (1.0 + fabs(new))
+    if d > change or d != d:
+        return d
+    return change
+
+
+cdef void _linearisation(double* M, const double* S, int n) noexcept nogil:
+    """M holds L^{-1} (lower).  Overwrite it with the first-order model of the
+    marginals around the current sites: off-diagonal posterior covariances
+    Sigma_ij = -(B^{-1})_ij / (s_i s_j) in the strictly lower triangle, their squares
+    in the strictly upper triangle (so that dsymv with uplo L / U gives Sigma x and
+    (Sigma o Sigma) x without the diagonal), zero diagonal.  Entries whose sites have
+    s_i s_j < 1e-6 (rounding would dominate) are set to 0: the model only steers the
+    cheap sweeps, the factorisation that follows them is exact."""
+    cdef char uplo = b'L'
+    cdef int i, j, i0, j0 = 0, i1, j1, info = 0, tile = 64
+    cdef double sij, v
+    dlauum(&uplo, &n, M, &n, &info)             # lower triangle: L^{-T} L^{-1} = B^{-1}
+    # Tiles keep the transposed writes in cache.
+    while j0 < n:
+        j1 = j0 + tile if j0 + tile < n else n
+        i0 = j0
+        while i0 < n:
+            i1 = i0 + tile if i0 + tile < n else n
+            for j in range(j0, j1):
+                for i in range(i0 if i0 > j + 1 else j + 1, i1):
+                    sij = S[i] * S[j]
+                    v = -M[i + j * n] / sij if sij >= 1e-6 else 0.0
+                    M[i + j * n] = v
+                    M[j + i * n] = v * v
+            i0 = i1
+        for j in range(j0, j1):
+            M[j + j * n] = 0.0
+        j0 = j1
+
+
+cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* nu,
+                            const double* M, const double* var0, const double* mu0,
+                            const double* par, const Quad* quad, int n, double damping,
+                            double inner_tol, int max_inner, double* work) noexcept nogil:
+    """Parallel EP sweeps on the marginals linearised at the sites (tau0, nu0) where
+    var0, mu0 are exact:  var ~ var0 - (Sigma o Sigma) dtau,  mu ~ mu0 + Sigma (dnu -
+    dtau o mu0).  Their fixed point is the EP fixed point up to second order in the
+    site change, so alternating them with exact factorisations converges
+    quadratically (a chord-Newton method) at O(n^2) per sweep.  Stops when the change
+    falls below inner_tol, when a linearised marginal is unusable (non-positive
+    variance or cavity precision: the last sites are kept) or the change grows twice
+    running.  Returns the number of sweeps."""
+    cdef char lo = b'L'
+    cdef char up = b'U'
+    cdef int one = 1, i, k, grew = 0
+    cdef int counts[3]
+    cdef double pone = 1.0, change, prev = INFINITY
+    cdef double *tau0 = work
+    cdef double *nu0 = work + n
+    cdef double *var = work + 2 * n
+    cdef double *mu = work + 3 * n
+    cdef double *dt = work + 4 * n
+    cdef double *dn = work + 5 * n
+    cdef double *tnew = work + 6 * n
+    cdef double *nnew = work + 7 * n
+    memcpy(tau0, tau, n * sizeof(double))
+    memcpy(nu0, nu, n * sizeof(double))
+    for k in range(max_inner):
+        for i in range(n):
+            dt[i] = tau[i] - tau0[i]
+            dn[i] = nu[i] - nu0[i] - dt[i] * mu0[i]
+            mu[i] = var0[i] * dn[i]                     # diagonal terms
+            var[i] = var0[i] * var0[i] * dt[i]
+        if k > 0:
+            dsymv(&lo, &n, &pone, <double*> M, &n, dn, &one, &pone, mu, &one)
+            dsymv(&up, &n, &pone, <double*> M, &n, dt, &one, &pone, var, &one)
+        for i in range(n):
+            mu[i] += mu0[i]
+            var[i] = var0[i] - var[i]
+            if not (var[i] > 0.0) or not (1.0 / var[i] - tau[i] > 0.0):
+                return k
+        counts[0] = 0; counts[1] = 0; counts[2] = 0
+        change = _propose(lik, y, tau, nu, var, mu, par, quad, n, tnew, nnew, counts)
+        if not isfinite(change) or counts[2] > 0:
+            return k
+        for i in range(n):
+            tau[i] += damping * (tnew[i] - tau[i])
+            nu[i] += damping * (nnew[i] - nu[i])
+        if change <= inner_tol:
+            return k + 1
+        grew = grew + 1 if change > prev else 0
+        if grew >= 2:
+            return k + 1
+        prev = change
+    return max_inner
+
+
 cdef double _log_evidence(int lik, const double[::1] y, const double* tau,
                           const double* nu, const double* var, const double* mu,
                           const double* L, const double* par, const Quad* quad, int n,
@@ -234,25 +347,39 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
            double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
            double[::1] S, double[::1] mu, double[::1] var, bint parallel,
            const int[:, ::1] orders, double damping, double min_damping,
-           double tol, int max_sweeps):
+           double tol, int max_sweeps, bint accelerate, double[::1, :] Binv):
     """Run EP to convergence from the sites (tau, nu) given (updated in place).
 
     Sequential updates visit the sites in ``orders[sweep]`` with rank-one updates of
-    the full Sigma, which is recomputed from a fresh Cholesky after every sweep.
-    Parallel updates refresh every site from the current marginals, then refactorise
-    once; their damping is halved (down to ``min_damping``) whenever the largest site
-    change grows from one sweep to the next.
+    the full Sigma, which is recomputed from a fresh Cholesky after every sweep; they
+    stop when a sweep changes no site parameter by more than ``tol`` (relative) and
+    the log evidence by less than ``tol * (1 + |log Z|)``.
 
-    Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts) where
-    counts = (skipped_cavity, clipped_site, nonfinite, bad_cavity_at_end,
-    clipped_in_last_sweep).
+    Parallel updates refresh every site from the current marginals, then refactorise
+    once; they stop when that update (undamped) would change no site by more than
+    ``tol`` (the sites are then kept: they are a fixed point to that tolerance) and
+    the log evidence moved by less than ``tol * (1 + |log Z|)`` since the previous
+    factorisation.  Their damping is halved (down to ``min_damping``) whenever the
+    largest site change grows from one sweep to the next.  With ``accelerate``, once
+    the residual is below 0.1, each factorisation is followed by cheap sweeps on the
+    linearised marginals (see ``_linearised_sweeps``): quadratic convergence; it is
+    switched off for the rest of the run if a step fails to halve the residual.
+
+    ``Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the final
+    sites for the gradient, or a 0 x 0 array.
+
+    Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts,
+    n_inner) where counts = (skipped_cavity, clipped_site, nonfinite,
+    bad_cavity_at_end, clipped_in_last_sweep) and n_inner the number of linearised
+    sweeps.  n_sweeps counts the sweeps followed by a factorisation.
     On return L = chol(B), S = sqrt(tau), b = posterior-mean weights, mu and var the
     marginal means and variances at the final sites.
     """
     cdef int n = K.shape[0]
-    cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0
+    cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0, n_inner = 0
     cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0, n_clip_last = 0
-    cdef bint converged = False
+    cdef int counts[3]
+    cdef bint converged = False, accel_used = False, accel_off = False
     cdef double logz = 0.0, logz_old = INFINITY, change, change_old = INFINITY, dlik0 = 0.0
     cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
     cdef double *Linv = NULL
@@ -267,6 +394,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double *w
     cdef double *tau_old
     cdef double *nu_old
+    cdef double *tnew
+    cdef double *nnew
     cdef const double* Kp = &K[0, 0]
     cdef double* Lp = &L[0, 0]
     cdef double* taup = &tau[0]
@@ -274,7 +403,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
     cdef Quad quad
     cdef char uplo = b'L'
-    cdef int one = 1
+    cdef int one = 1, info = 0
+    cdef bint want_binv = Binv.shape[0] > 0
     if K.shape[0] != K.shape[1]:
         raise ValueError("K must be square.")
     for name, arr in (("y", y), ("tau", tau), ("nu", nu), ("b", b), ("S", S),
@@ -283,17 +413,19 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
             raise ValueError(f"{name} must have length {n}.")
     if L.shape[0] != n or L.shape[1] != n:
         raise ValueError("L must be n x n.")
+    if want_binv and (Binv.shape[0] != n or Binv.shape[1] != n):
+        raise ValueError("Binv must be n x n or 0 x 0.")
     if not parallel and (orders.shape[0] < max_sweeps or orders.shape[1] != n):
         raise ValueError("orders must have one permutation of range(n) per sweep.")
     if quad_x.shape[0] != quad_logw.shape[0]:
         raise ValueError("quadrature nodes and weights differ in length.")
     if n == 0:
-        return ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0)
+        return ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0), 0
     quad.n = quad_x.shape[0]
     quad.x = &quad_x[0] if quad.n > 0 else NULL
     quad.logw = &quad_logw[0] if quad.n > 0 else NULL
     Linv = <double*> malloc(n * n * sizeof(double))
-    work = <double*> malloc(5 * n * sizeof(double))
+    work = <double*> malloc(15 * n * sizeof(double))
     block = <double*> malloc(n * nb * sizeof(double))
     idx = <int*> malloc(n * sizeof(int))
     if not parallel:
@@ -304,6 +436,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         free(Linv); free(work); free(Sigma); free(V); free(block); free(idx)
         raise MemoryError()
     col = work; t = work + n; w = work + 2 * n; tau_old = work + 3 * n; nu_old = work + 4 * n
+    tnew = work + 5 * n; nnew = work + 6 * n
     try:
         with nogil:
             # Marginals at the starting sites.
@@ -312,46 +445,88 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
             else:
                 _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
                            idx, block, nb, Sigma, V)
-            while status == ST_OK and sweep < max_sweeps:
+                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
+                                     n, &dlik0, &n_bad)
+            while parallel and status == ST_OK:
+                counts[0] = 0; counts[1] = 0; counts[2] = 0
+                change = _propose(lik, y, taup, nup, &var[0], &mu[0], parp, &quad, n,
+                                  tnew, nnew, counts)
+                n_skip += counts[0]
+                n_clip += counts[1]
+                n_nonfinite += counts[2]
+                n_clip_last = counts[1]
+                if not isfinite(change):
+                    # A site precision overflowed: the posterior has collapsed at that
+                    # point (e.g. duplicated inputs with conflicting labels under a
+                    # noise-free likelihood).  Numerically singular, like a failed
+                    # factorisation: the caller retries with jitter on K.
+                    status = ST_NOT_PD
+                    break
+                if change <= tol and (sweep == 0 or
+                                      fabs(logz - logz_old) <= tol * (1.0 + fabs(logz))):
+                    converged = True
+                    break
+                if sweep >= max_sweeps:
+                    break
+                if accel_used and change > 0.5 * change_old:
+                    accel_off = True
+                accel_used = accelerate and not accel_off and change <= 0.1
+                if accel_used:
+                    _linearisation(Linv, &S[0], n)
+                    n_inner += _linearised_sweeps(
+                        lik, y, taup, nup, Linv, &var[0], &mu[0], parp, &quad, n,
+                        damping, 0.01 * (tol if tol > change * change else change * change),
+                        50, work + 7 * n)
+                else:
+                    # Plain parallel EP: a growing residual after the first sweeps
+                    # means the joint update overshoots; damp it more.
+                    if sweep > 2 and change > change_old and damping > min_damping:
+                        damping = damping * 0.5
+                        if damping < min_damping:
+                            damping = min_damping
+                    for i in range(n):
+                        taup[i] += damping * (tnew[i] - taup[i])
+                        nup[i] += damping * (nnew[i] - nup[i])
+                change_old = change
+                sweep += 1
+                if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
+                    status = ST_NOT_PD
+                    break
+                _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
+                           idx, block, nb, Sigma, V)
+                logz_old = logz
+                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
+                                     n, &dlik0, &n_bad)
+            while not parallel and status == ST_OK and sweep < max_sweeps:
                 memcpy(tau_old, taup, n * sizeof(double))
                 memcpy(nu_old, nup, n * sizeof(double))
                 n_clip_last = n_clip
-                if parallel:
-                    for i in range(n):
-                        _site_update(lik, y[i], taup[i], nup[i], var[i], mu[i], parp,
-                                     &quad, damping, &t_new, &n_new, &flags)
-                        n_skip += flags & 1
-                        n_clip += (flags >> 1) & 1
-                        n_nonfinite += (flags >> 2) & 1
-                        taup[i] = t_new
-                        nup[i] = n_new
-                else:
-                    for k in range(n):
-                        i = orders[sweep, k]
-                        sii = Sigma[i + i * n]
-                        mui = mu[i]
-                        _site_update(lik, y[i], taup[i], nup[i], sii, mui, parp,
-                                     &quad, damping, &t_new, &n_new, &flags)
-                        n_skip += flags & 1
-                        n_clip += (flags >> 1) & 1
-                        n_nonfinite += (flags >> 2) & 1
-                        dtau = t_new - taup[i]
-                        dnu = n_new - nup[i]
-                        if dtau == 0.0 and dnu == 0.0:
-                            continue
-                        # s = Sigma e_i, gathered from the lower triangle.
-                        for j in range(i):
-                            col[j] = Sigma[i + j * n]
-                        for j in range(i, n):
-                            col[j] = Sigma[j + i * n]
-                        c = dtau / (1.0 + dtau * sii)
-                        coef = dnu * (1.0 - c * sii) - c * mui
-                        for j in range(n):
-                            mu[j] += coef * col[j]
-                        c = -c
-                        dsyr(&uplo, &n, &c, col, &one, Sigma, &n)
-                        taup[i] = t_new
-                        nup[i] = n_new
+                for k in range(n):
+                    i = orders[sweep, k]
+                    sii = Sigma[i + i * n]
+                    mui = mu[i]
+                    _site_update(lik, y[i], taup[i], nup[i], sii, mui, parp,
+                                 &quad, damping, &t_new, &n_new, &flags)
+                    n_skip += flags & 1
+                    n_clip += (flags >> 1) & 1
+                    n_nonfinite += (flags >> 2) & 1
+                    dtau = t_new - taup[i]
+                    dnu = n_new - nup[i]
+                    if dtau == 0.0 and dnu == 0.0:
+                        continue
+                    # s = Sigma e_i, gathered from the lower triangle.
+                    for j in range(i):
+                        col[j] = Sigma[i + j * n]
+                    for j in range(i, n):
+                        col[j] = Sigma[j + i * n]
+                    c = dtau / (1.0 + dtau * sii)
+                    coef = dnu * (1.0 - c * sii) - c * mui
+                    for j in range(n):
+                        mu[j] += coef * col[j]
+                    c = -c
+                    dsyr(&uplo, &n, &c, col, &one, Sigma, &n)
+                    taup[i] = t_new
+                    nup[i] = n_new
                 sweep += 1
                 n_clip_last = n_clip - n_clip_last
                 # Fresh factorisation at the new sites (no drift from rank-one updates).
@@ -362,53 +537,36 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                            idx, block, nb, Sigma, V)
                 change = 0.0
                 for i in range(n):
-                    dtau = fabs(taup[i] - tau_old[i]) / (1.0 + fabs(taup[i]))
-                    dnu = fabs(nup[i] - nu_old[i]) / (1.0 + fabs(nup[i]))
-                    if dtau > change or dtau != dtau:
-                        change = dtau
-                    if dnu > change or dnu != dnu:
-                        change = dnu
+                    change = _max_change(change, tau_old[i], taup[i])
+                    change = _max_change(change, nu_old[i], nup[i])
                 if not isfinite(change):
                     status = ST_NONFINITE
                     break
+                logz_old = logz
                 logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
                                      n, &dlik0, &n_bad)
                 if change <= tol and fabs(logz - logz_old) <= tol * (1.0 + fabs(logz)):
                     converged = True
                     break
-                logz_old = logz
-                # Parallel EP: a growing site change after the first sweeps means the
-                # joint update overshoots; damp it more.
-                if parallel and sweep > 2 and change > change_old and damping > min_damping:
-                    damping = damping * 0.5
-                    if damping < min_damping:
-                        damping = min_damping
-                change_old = change
-            if status == ST_OK and sweep == 0:
-                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
-                                     n, &dlik0, &n_bad)
+            if status == ST_OK and want_binv:
+                # B^{-1} = L^{-T} L^{-1} from the final factorisation's inverse factor.
+                for j in range(n):
+                    memcpy(&Binv[j, j], &Linv[j + j * n], (n - j) * sizeof(double))
+                dlauum(&uplo, &n, &Binv[0, 0], &n, &info)
     finally:
         free(Linv); free(work); free(Sigma); free(V); free(block); free(idx)
     return (status, sweep, bool(converged), logz, dlik0, damping,
-            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last))
+            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last), n_inner)
 
 
-def ep_dK(const double[::1, :] L, const double[::1] S, const double[::1] b,
-          double[::1, :] dK):
-    """dK = (b b' - R)/2 with R = S B^{-1} S (R&W Alg. 5.2), written in full.
-
-    Returns the LAPACK info of the inversion (0 on success)."""
-    cdef int n = L.shape[0]
-    cdef int info = 0
-    cdef double* R = &dK[0, 0]
-    if L.shape[1] != n or S.shape[0] != n or b.shape[0] != n or dK.shape[0] != n \
-            or dK.shape[1] != n:
+def ep_dK(const double[::1] S, const double[::1] b, double[::1, :] dK):
+    """dK = (b b' - R)/2 with R = S B^{-1} S (R&W Alg. 5.2), written in full; dK
+    holds B^{-1} (lower triangle, from ``ep_run``) on entry."""
+    cdef int n = dK.shape[0]
+    if S.shape[0] != n or b.shape[0] != n or dK.shape[1] != n:
         raise ValueError("ep_dK: inconsistent shapes.")
     if n == 0:
-        return 0
+        return
     with nogil:
-        info = site_inverse(&L[0, 0], R, n)
-        if info == 0:
-            scale_site_inverse(R, &S[0], n)
-            fill_site_dK(R, &b[0], NULL, n)
-    return info
+        scale_site_inverse(&dK[0, 0], &S[0], n)
+        fill_site_dK(&dK[0, 0], &b[0], NULL, n)

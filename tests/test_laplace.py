@@ -201,6 +201,23 @@ def test_bad_input(K, y, match):
         gpc.infer(K, y)
 
 
+@pytest.mark.parametrize("i,j", [(0, 1), (129, 3), (70, 64), (129, 128)])
+def test_validation_scans_every_tile(i, j):
+    # The single-pass check works on 64 x 64 tiles; a defect in any tile (either
+    # triangle) is found, and a symmetric matrix of the same size passes.
+    A = np.random.RandomState(0).randn(130, 130)
+    K = A @ A.T
+    gpc.infer(K, np.where(np.arange(130) % 2, 1.0, -1.0), compute_gradient=False)
+    for a, b in ((i, j), (j, i)):
+        bad = K.copy()
+        bad[a, b] += 1e-3 * np.abs(K).max()
+        with pytest.raises(ValueError, match="symmetric"):
+            gpc.infer(bad, np.ones(130))
+        bad[a, b] = np.inf
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            gpc.infer(bad, np.ones(130))
+
+
 def test_unknown_method():
     with pytest.raises(ValueError, match="Unknown inference method"):
         gpc.infer(np.eye(2), [1, -1], method="magic")
