@@ -49,9 +49,12 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         from ``random_state``.
     random_state : int, RandomState or None
     tol : float, default=1e-8
-        Converged when no site parameter changes by more than ``tol`` (relative to
-        ``1 + |value|``) in a sweep and the log evidence by less than
-        ``tol * (1 + |log Z|)``.
+        Sequential: converged when a sweep changes no site parameter by more than
+        ``tol`` (relative to ``1 + |value|``) and the log evidence by less than
+        ``tol * (1 + |log Z|)``.  Parallel: converged when the (undamped) update
+        from the current marginals would change no site parameter by more than
+        ``tol`` and the log evidence moved by less than ``tol * (1 + |log Z|)``
+        since the previous factorisation; the sites are then kept as they are.
     max_sweeps : int, default=200
         Largest number of sweeps followed by a factorisation.
     accelerate : bool, default=True
@@ -68,7 +71,9 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
     Returns
     -------
     InferenceResult
-        ``state = {"tau", "nu"}``; ``info`` holds ``n_sweeps``, ``converged``,
+        ``state = {"tau", "nu"}``; ``info`` holds ``n_sweeps`` (sweeps followed by
+        a factorisation), ``n_linearised_sweeps`` (the cheap sweeps of
+        ``accelerate``), ``converged``,
         ``damping`` (final), and the counts of the improper-update policy:
         ``n_skipped`` (cavity with non-positive precision: site left unchanged),
         ``n_clipped`` (site precision would be negative: clipped to 0 with
@@ -85,7 +90,10 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
     -----
     The log evidence is GPML's stable arrangement of R&W eq. 3.65 (zero prior mean);
     ``dlik`` is ``sum_i d log Z_i / d theta_lik`` at the cavities, exact at the fixed
-    point.
+    point.  A parallel update whose site precision overflows means the posterior has
+    collapsed at that point (e.g. duplicated inputs with conflicting labels under the
+    noise-free step likelihood); like a failed factorisation, it is retried with
+    jitter on K (reported in ``info["jitter"]``).
     """
     if updates not in ("sequential", "parallel"):
         raise ValueError(f"updates must be 'sequential' or 'parallel', got {updates!r}.")
@@ -167,7 +175,8 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         dlik=dlik,
         state={"tau": tau, "nu": nu},
         info={"method": "ep", "updates": updates, "likelihood": likelihood.name,
-              "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner, "converged": bool(converged), "damping": damping_end,
+              "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
+              "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
               "gradient_exact": n_clip_last == 0, "jitter": jitter, "mean": mu,
