@@ -103,7 +103,10 @@ def _check_X(X, name="X"):
     return arr
 
 
-def _check_XY(X, Y):
+def _check_XY(X, Y, eval_gradient=False):
+    """Validated inputs of a kernel call; a gradient exists only for ``K(X, X)``."""
+    if eval_gradient and Y is not None:
+        raise ValueError("Gradient can only be evaluated when Y is None.")
     X = _check_X(X, "X")
     if Y is None:
         return X, None
@@ -732,9 +735,7 @@ class SquaredExponential(Kernel):
         K_gradient : ndarray of shape (n_samples_X, n_samples_X, n_dims)
             Only when ``eval_gradient`` is True.
         """
-        X, Y = _check_XY(X, Y)
-        if eval_gradient and Y is not None:
-            raise ValueError("Gradient can only be evaluated when Y is None.")
+        X, Y = _check_XY(X, Y, eval_gradient)
         ls, var = self._values(X)
         Z, ZY = _scaled_inputs(X, Y, ls)
         K = _se_matrix(Z, ZY, var)
@@ -875,9 +876,7 @@ class Matern(Kernel):
 
         See :meth:`SquaredExponential.__call__` for the parameters.
         """
-        X, Y = _check_XY(X, Y)
-        if eval_gradient and Y is not None:
-            raise ValueError("Gradient can only be evaluated when Y is None.")
+        X, Y = _check_XY(X, Y, eval_gradient)
         ls, var, nu = self._values(X)
         Z, ZY = _scaled_inputs(X, Y, ls)
         D = _sqdist(Z, ZY)
@@ -958,9 +957,7 @@ class Constant(Kernel):
 
     def __call__(self, X, Y=None, eval_gradient=False):
         """Evaluate ``K(X, Y)`` (all entries ``value``) and optionally its gradient."""
-        X, Y = _check_XY(X, Y)
-        if eval_gradient and Y is not None:
-            raise ValueError("Gradient can only be evaluated when Y is None.")
+        X, Y = _check_XY(X, Y, eval_gradient)
         c = _positive_scalar(self.value, "value", "Constant")
         m = X.shape[0] if Y is None else Y.shape[0]
         K = np.full((X.shape[0], m), c)
@@ -1020,9 +1017,7 @@ class White(Kernel):
 
     def __call__(self, X, Y=None, eval_gradient=False):
         """Evaluate ``K(X)`` (``noise * I``) or ``K(X, Y)`` (zeros)."""
-        X, Y = _check_XY(X, Y)
-        if eval_gradient and Y is not None:
-            raise ValueError("Gradient can only be evaluated when Y is None.")
+        X, Y = _check_XY(X, Y, eval_gradient)
         s = _positive_scalar(self.noise, "noise", "White")
         if Y is not None:
             return np.zeros((X.shape[0], Y.shape[0]))
@@ -1080,9 +1075,7 @@ class Linear(Kernel):
 
     def __call__(self, X, Y=None, eval_gradient=False):
         """Evaluate ``K(X, Y)`` and optionally its gradient."""
-        X, Y = _check_XY(X, Y)
-        if eval_gradient and Y is not None:
-            raise ValueError("Gradient can only be evaluated when Y is None.")
+        X, Y = _check_XY(X, Y, eval_gradient)
         v = _positive_scalar(self.variance, "variance", "Linear")
         K = _gram(X) if Y is None else _matmul(X, Y.T)
         K *= v
@@ -1170,9 +1163,7 @@ class Polynomial(Kernel):
 
     def __call__(self, X, Y=None, eval_gradient=False):
         """Evaluate ``K(X, Y)`` and optionally its gradient."""
-        X, Y = _check_XY(X, Y)
-        if eval_gradient and Y is not None:
-            raise ValueError("Gradient can only be evaluated when Y is None.")
+        X, Y = _check_XY(X, Y, eval_gradient)
         p = self._check_degree(self.degree)
         B, G = self._base(X, Y)
         K = B if p == 1 else np.power(B, p)

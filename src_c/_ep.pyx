@@ -256,11 +256,13 @@ cdef void _linearisation(double* M, const double* S, int n) noexcept nogil:
 
 
 cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* nu,
-                            const double* M, const double* var0, const double* mu0,
-                            const double* par, const Quad* quad, int n, double damping,
-                            double inner_tol, int max_inner, double* work) noexcept nogil:
-    """Parallel EP sweeps on the marginals linearised at the sites (tau0, nu0) where
-    var0, mu0 are exact:  var ~ var0 - (Sigma o Sigma) dtau,  mu ~ mu0 + Sigma (dnu -
+                            const double* tau0, const double* nu0, const double* M,
+                            const double* var0, const double* mu0, const double* par,
+                            const Quad* quad, int n, double damping, double inner_tol,
+                            int max_inner, double* work) noexcept nogil:
+    """Parallel EP sweeps, after the exact one that moved the sites from (tau0, nu0)
+    to (tau, nu), on the marginals linearised at (tau0, nu0) where var0, mu0 are
+    exact:  var ~ var0 - (Sigma o Sigma) dtau,  mu ~ mu0 + Sigma (dnu -
     dtau o mu0).  Their fixed point is the EP fixed point up to second order in the
     site change, so alternating them with exact factorisations converges
     quadratically (a chord-Newton method) at O(n^2) per sweep.  Stops when the change
@@ -272,25 +274,20 @@ cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* n
     cdef int one = 1, i, k, grew = 0
     cdef int counts[3]
     cdef double pone = 1.0, change, prev = INFINITY
-    cdef double *tau0 = work
-    cdef double *nu0 = work + n
-    cdef double *var = work + 2 * n
-    cdef double *mu = work + 3 * n
-    cdef double *dt = work + 4 * n
-    cdef double *dn = work + 5 * n
-    cdef double *tnew = work + 6 * n
-    cdef double *nnew = work + 7 * n
-    memcpy(tau0, tau, n * sizeof(double))
-    memcpy(nu0, nu, n * sizeof(double))
+    cdef double *var = work
+    cdef double *mu = work + n
+    cdef double *dt = work + 2 * n
+    cdef double *dn = work + 3 * n
+    cdef double *tnew = work + 4 * n
+    cdef double *nnew = work + 5 * n
     for k in range(max_inner):
         for i in range(n):
             dt[i] = tau[i] - tau0[i]
             dn[i] = nu[i] - nu0[i] - dt[i] * mu0[i]
             mu[i] = var0[i] * dn[i]                     # diagonal terms
             var[i] = var0[i] * var0[i] * dt[i]
-        if k > 0:
-            dsymv(&lo, &n, &pone, <double*> M, &n, dn, &one, &pone, mu, &one)
-            dsymv(&up, &n, &pone, <double*> M, &n, dt, &one, &pone, var, &one)
+        dsymv(&lo, &n, &pone, <double*> M, &n, dn, &one, &pone, mu, &one)
+        dsymv(&up, &n, &pone, <double*> M, &n, dt, &one, &pone, var, &one)
         for i in range(n):
             mu[i] += mu0[i]
             var[i] = var0[i] - var[i]
@@ -425,7 +422,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     quad.x = &quad_x[0] if quad.n > 0 else NULL
     quad.logw = &quad_logw[0] if quad.n > 0 else NULL
     Linv = <double*> malloc(n * n * sizeof(double))
-    work = <double*> malloc(15 * n * sizeof(double))
+    work = <double*> malloc(13 * n * sizeof(double))
     block = <double*> malloc(n * nb * sizeof(double))
     idx = <int*> malloc(n * sizeof(int))
     if not parallel:
@@ -471,22 +468,25 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 if accel_used and change > 0.5 * change_old:
                     accel_off = True
                 accel_used = accelerate and not accel_off and change <= 0.1
+                # Plain parallel EP: a growing residual after the first sweeps means
+                # the joint update overshoots; damp it more.
+                if not accel_used and sweep > 2 and change > change_old \
+                        and damping > min_damping:
+                    damping = damping * 0.5
+                    if damping < min_damping:
+                        damping = min_damping
+                memcpy(tau_old, taup, n * sizeof(double))
+                memcpy(nu_old, nup, n * sizeof(double))
+                for i in range(n):
+                    taup[i] += damping * (tnew[i] - taup[i])
+                    nup[i] += damping * (nnew[i] - nup[i])
                 if accel_used:
                     _linearisation(Linv, &S[0], n)
-                    n_inner += _linearised_sweeps(
-                        lik, y, taup, nup, Linv, &var[0], &mu[0], parp, &quad, n,
-                        damping, 0.01 * (tol if tol > change * change else change * change),
-                        50, work + 7 * n)
-                else:
-                    # Plain parallel EP: a growing residual after the first sweeps
-                    # means the joint update overshoots; damp it more.
-                    if sweep > 2 and change > change_old and damping > min_damping:
-                        damping = damping * 0.5
-                        if damping < min_damping:
-                            damping = min_damping
-                    for i in range(n):
-                        taup[i] += damping * (tnew[i] - taup[i])
-                        nup[i] += damping * (nnew[i] - nup[i])
+                    n_inner += 1 + _linearised_sweeps(
+                        lik, y, taup, nup, tau_old, nu_old, Linv, &var[0], &mu[0], parp,
+                        &quad, n, damping,
+                        0.01 * (tol if tol > change * change else change * change),
+                        49, work + 7 * n)
                 change_old = change
                 sweep += 1
                 if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
