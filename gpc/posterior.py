@@ -4,7 +4,8 @@ Every inference method returns a posterior in one of two forms, both giving the 
 mean ``k_*^T alpha``:
 
 * site form (:class:`SitePosterior`: Laplace, EP, posterior linearisation, variational):
-  ``sW`` and ``L = chol(I + sW K sW)``; variance ``k_** - |L^{-1} (sW k_*)|^2``.
+  ``sW`` and ``L = chol(I + sW K sW)``; variance ``k_** - |L^{-1} (sW k_*)|^2``
+  (``+ |Q' k_*|^2`` when some site precisions are negative).
 * explicit form (online / sparse methods, added with them).
 """
 
@@ -25,6 +26,10 @@ class SitePosterior:
         Square roots of the site precisions ``W``.
     L : ndarray of shape (n, n)
         Lower Cholesky factor of ``B = I + sW K sW`` (only the lower triangle is used).
+    Q : ndarray of shape (n, m), optional
+        Correction for m negative site precisions (EP with likelihoods that are not
+        log-concave): ``sW`` then holds the square roots of the positive parts only,
+        and ``(K + W^{-1})^{-1} = sW B^{-1} sW - Q Q'``.
 
     Examples
     --------
@@ -38,10 +43,11 @@ class SitePosterior:
     True
     """
 
-    def __init__(self, alpha, sW, L):
+    def __init__(self, alpha, sW, L, Q=None):
         self.alpha = np.asarray(alpha, dtype=np.float64)
         self.sW = np.asarray(sW, dtype=np.float64)
         self.L = L
+        self.Q = Q
 
     @property
     def n(self):
@@ -92,6 +98,9 @@ class SitePosterior:
         V = solve_triangular(self.L, self.sW[:, None] * K_cross, lower=True,
                              check_finite=False)
         var = k_diag - np.einsum("ij,ij->j", V, V)
+        if getattr(self, "Q", None) is not None:
+            U = self.Q.T @ K_cross
+            var += np.einsum("ij,ij->j", U, U)
         return mean, np.maximum(var, 0.0)
 
     def predict_proba(self, K_cross, k_diag, likelihood):

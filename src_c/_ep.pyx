@@ -1,8 +1,17 @@
 # Expectation propagation for GP classification (R&W ch. 3.6, Alg. 3.5 and 5.2).
 #
 # Sites t_i(f_i) = exp(nu_i f_i - tau_i f_i^2 / 2) (natural parameters).  The posterior
-# is N(mu, Sigma) with Sigma = (K^{-1} + T)^{-1} = K - K S B^{-1} S K, S = sqrt(T),
-# B = I + S K S = L L', mu = Sigma nu.  K is never inverted.
+# is N(mu, Sigma) with Sigma = (K^{-1} + T)^{-1}, mu = Sigma nu.  K is never inverted.
+#
+# Site precisions may be negative (likelihoods that are not log-concave, e.g. the noisy
+# threshold), as long as the posterior stays proper.  The positive part is factorised
+# as usual, Sigma_+ = (K^{-1} + T_+)^{-1} = K - K S B^{-1} S K with S = sqrt(T_+),
+# B = I + S K S = L L'; the m negative sites N (T_N = -s^2) enter through an m x m
+# correction (Woodbury):
+#   Sigma = Sigma_+ + G s C^{-1} s G',   G = Sigma_+[:, N],   C = I - s G_NN s,
+# proper iff C is positive definite; |I + K T| = |B| |C|; with P = K^{-1} G =
+# E_N - S B^{-1} S K[:, N], R = (K + T^{-1})^{-1} = S B^{-1} S - Q Q' where
+# Q = P s Lc^{-T} (C = Lc Lc'), and b = K^{-1} mu = b_+ + Q (W' nu), W = G s Lc^{-T}.
 #
 # Storage: n x n buffers are Fortran-ordered with leading dimension n; symmetric ones
 # (K, Sigma, B^{-1}) are read and written in the LOWER triangle.  L receives the lower
@@ -10,16 +19,19 @@
 #
 # Policy for improper updates (documented in gpc/inference/ep.py):
 # * a cavity with non-positive precision: the site is left unchanged (counted);
-# * a site update that would make the site precision negative (non-log-concave
-#   likelihoods): the precision is clipped to 0 and nu set to d log Z/dm, which keeps
-#   the tilted mean with the cavity variance (counted).
+# * a site precision may become negative; if a parallel step makes the posterior
+#   improper it is retried without acceleration, then with halved damping, and at the
+#   damping floor with negative proposals clipped to precision 0 and nu = d log Z/dm
+#   (counted); a tilted variance that rounds to <= 0 is clipped the same way.
 
 from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from scipy.linalg.cython_blas cimport dsymv, dsyr, dtrmm, dsyrk, dtrmv
-from scipy.linalg.cython_lapack cimport dlauum, dtrtri
+import numpy as np
+
+from scipy.linalg.cython_blas cimport dsymv, dsyr, dtrmm, dsyrk, dtrmv, dsymm, dtrsm, dgemv
+from scipy.linalg.cython_lapack cimport dlauum, dtrtri, dpotrf
 
 from _blas cimport chol_site_matrix, fill_site_dK, scale_site_inverse, symv_lower
 from _lik cimport Quad, lik_gauss_moments
@@ -29,30 +41,142 @@ cdef enum:
     ST_OK = 0
     ST_NOT_PD = 1
     ST_NONFINITE = 2
+    ST_IMPROPER = 3      # negative sites make the posterior improper (C not PD)
+    ST_NOMEM = 4
 
 STATUS_OK = ST_OK
 STATUS_NOT_PD = ST_NOT_PD
 STATUS_NONFINITE = ST_NONFINITE
 
 
-cdef int _factor(const double* K, const double* tau, double* S, double* L, int n) noexcept nogil:
-    """S = sqrt(tau); L = chol(I + S K S) (lower).  Returns LAPACK info."""
-    cdef int i
+cdef struct Neg:
+    # The negative sites and their correction (see the header).
+    int m           # number of negative sites
+    int cap         # columns allocated in G, W, Q
+    int* idx        # their indices (n)
+    int* pos        # pos[i] = column of site i, or -1 (n)
+    double* s       # sqrt(-tau_N) (n)
+    double* G       # n x cap: Sigma_+[:, N]
+    double* W       # n x cap: G s Lc^{-T}
+    double* Q       # n x cap: P s Lc^{-T}
+    double* C       # cap x cap: Lc
+    double logdet   # log |C| / 2
+
+
+cdef int _neg_init(Neg* ng, int n) noexcept nogil:
+    ng.m = 0
+    ng.cap = 0
+    ng.logdet = 0.0
+    ng.G = NULL; ng.W = NULL; ng.Q = NULL; ng.C = NULL
+    ng.idx = <int*> malloc(2 * n * sizeof(int))
+    ng.pos = ng.idx + n if ng.idx != NULL else NULL
+    ng.s = <double*> malloc(n * sizeof(double))
+    return ng.idx == NULL or ng.s == NULL
+
+
+cdef void _neg_free(Neg* ng) noexcept nogil:
+    free(ng.idx); free(ng.s); free(ng.G); free(ng.W); free(ng.Q); free(ng.C)
+    ng.idx = NULL; ng.s = NULL; ng.G = NULL; ng.W = NULL; ng.Q = NULL; ng.C = NULL
+
+
+cdef inline double _ksym(const double* K, int i, int j, int n) noexcept nogil:
+    """K[i, j] of a symmetric matrix stored in its lower triangle."""
+    return K[i + j * n] if i >= j else K[j + i * n]
+
+
+cdef int _neg_factor(const double* K, const double* Linv, const double* S,
+                     const double* tau, int n, Neg* ng) noexcept nogil:
+    """The correction for the negative sites at the factorisation in Linv (of the
+    positive sites).  Returns ST_OK, ST_IMPROPER (C not positive definite) or
+    ST_NOMEM.  O(n^2 m)."""
+    cdef char side = b'L'
+    cdef char right = b'R'
+    cdef char lo = b'L'
+    cdef char notr = b'N'
+    cdef char tr = b'T'
+    cdef double one = 1.0, minus = -1.0
+    cdef int i, c, c2, m = 0, cap, info = 0
+    cdef double* P
     for i in range(n):
-        S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
-    return chol_site_matrix(K, S, L, n)
+        ng.pos[i] = -1
+        if tau[i] < 0.0:
+            ng.idx[m] = i
+            ng.pos[i] = m
+            ng.s[m] = sqrt(-tau[i])
+            m += 1
+    ng.m = m
+    ng.logdet = 0.0
+    if m == 0:
+        return ST_OK
+    if m > ng.cap:
+        cap = m if m > 2 * ng.cap else 2 * ng.cap
+        if cap > n:
+            cap = n
+        free(ng.G); free(ng.W); free(ng.Q); free(ng.C)
+        ng.G = <double*> malloc(n * cap * sizeof(double))
+        ng.W = <double*> malloc(n * cap * sizeof(double))
+        ng.Q = <double*> malloc(n * cap * sizeof(double))
+        ng.C = <double*> malloc(cap * cap * sizeof(double))
+        if ng.G == NULL or ng.W == NULL or ng.Q == NULL or ng.C == NULL:
+            ng.cap = 0
+            return ST_NOMEM
+        ng.cap = cap
+    P = ng.Q
+    # P = S B^{-1} S K[:, N] (B^{-1} = L^{-T} L^{-1}); G = K[:, N] - K P = Sigma_+[:, N].
+    for c in range(m):
+        for i in range(n):
+            ng.G[i + c * n] = _ksym(K, i, ng.idx[c], n)
+            P[i + c * n] = S[i] * ng.G[i + c * n]
+    dtrmm(&side, &lo, &notr, &notr, &n, &m, &one, <double*> Linv, &n, P, &n)
+    dtrmm(&side, &lo, &tr, &notr, &n, &m, &one, <double*> Linv, &n, P, &n)
+    for c in range(m):
+        for i in range(n):
+            P[i + c * n] *= S[i]
+    dsymm(&side, &lo, &n, &m, &minus, <double*> K, &n, P, &n, &one, ng.G, &n)
+    # P = E_N - P = K^{-1} G.
+    for c in range(m):
+        for i in range(n):
+            P[i + c * n] = -P[i + c * n]
+        P[ng.idx[c] + c * n] += 1.0
+    # C = I - s G_NN s = Lc Lc'.
+    for c2 in range(m):
+        for c in range(c2, m):
+            ng.C[c + c2 * m] = (1.0 if c == c2 else 0.0) \
+                - ng.s[c] * ng.G[ng.idx[c] + c2 * n] * ng.s[c2]
+    dpotrf(&lo, &m, ng.C, &m, &info)
+    if info != 0:
+        return ST_IMPROPER
+    for c in range(m):
+        ng.logdet += log(ng.C[c + c * m])
+    # W = G s Lc^{-T}, Q = P s Lc^{-T}.
+    for c in range(m):
+        for i in range(n):
+            ng.W[i + c * n] = ng.G[i + c * n] * ng.s[c]
+            P[i + c * n] *= ng.s[c]
+    dtrsm(&right, &lo, &tr, &notr, &n, &m, &one, ng.C, &m, ng.W, &n)
+    dtrsm(&right, &lo, &tr, &notr, &n, &m, &one, ng.C, &m, P, &n)
+    return ST_OK
 
 
-cdef int _invert_factor(const double* L, double* Linv, int n) noexcept nogil:
-    """Linv = L^{-1} (lower triangle)."""
+cdef int _factorise(const double* K, const double* tau, double* S, double* L,
+                    double* Linv, int n, Neg* ng) noexcept nogil:
+    """S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1} (lower), and the
+    negative sites' correction in ng.  Returns ST_OK, ST_NOT_PD (B numerically
+    singular), ST_IMPROPER or ST_NOMEM."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int i, j, info = 0
+    for i in range(n):
+        S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
+    if chol_site_matrix(K, S, L, n) != 0:
+        return ST_NOT_PD
     for j in range(n):
         for i in range(j, n):
             Linv[i + j * n] = L[i + j * n]
     dtrtri(&uplo, &diag, &n, Linv, &n, &info)
-    return info
+    if info != 0:
+        return ST_NOT_PD
+    return _neg_factor(K, Linv, S, tau, n, ng)
 
 
 cdef void _trmv(const double* Linv, int n, double* x, bint transpose) noexcept nogil:
@@ -146,29 +270,45 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
 cdef void _marginals(const double* K, const double* Linv, const double* S,
                      const double* nu, int n, double* var, double* mu, double* bvec,
                      double* t, double* w, int* idx, double* block, int nb,
-                     double* Sigma, double* V) noexcept nogil:
-    """Marginal variances and means (and b) at the sites factorised in Linv.  With a
-    Sigma buffer (sequential EP) the full covariance is rebuilt and its diagonal
-    taken; otherwise only the diagonal is computed."""
-    cdef int i
+                     double* Sigma, double* V, const Neg* ng) noexcept nogil:
+    """Marginal variances and means (and b) at the sites factorised in Linv and ng.
+    With a Sigma buffer (sequential EP) the full covariance is rebuilt and its
+    diagonal taken; otherwise only the diagonal is computed."""
+    cdef char lo = b'L'
+    cdef char notr = b'N'
+    cdef char tr = b'T'
+    cdef int i, c, m = ng.m, one = 1
+    cdef double pone = 1.0, zero = 0.0, acc
     if Sigma != NULL:
         _full_sigma(K, Linv, S, Sigma, V, n)
+        if m > 0:
+            dsyrk(&lo, &notr, &n, &m, &pone, ng.W, &n, &pone, Sigma, &n)
         for i in range(n):
             var[i] = Sigma[i + i * n]
             if var[i] < 1e-300:
                 var[i] = 1e-300
     else:
         _marginal_variances(K, Linv, S, n, var, idx, block, nb)
+        for i in range(n):
+            acc = 0.0
+            for c in range(m):
+                acc += ng.W[i + c * n] * ng.W[i + c * n]
+            var[i] += acc
     _mean(K, Linv, S, nu, n, mu, bvec, t, w)
+    if m > 0:
+        # u = W' nu;  mu += W u = G s C^{-1} s G' nu;  b += Q u.
+        dgemv(&tr, &n, &m, &pone, ng.W, &n, <double*> nu, &one, &zero, t, &one)
+        dgemv(&notr, &n, &m, &pone, ng.W, &n, t, &one, &pone, mu, &one)
+        dgemv(&notr, &n, &m, &pone, ng.Q, &n, t, &one, &pone, bvec, &one)
 
 
 cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
                               double var_i, double mu_i, const double* par,
-                              const Quad* quad, double damping, double* tau_new,
-                              double* nu_new, int* flags) noexcept nogil:
+                              const Quad* quad, double damping, bint clip,
+                              double* tau_new, double* nu_new, int* flags) noexcept nogil:
     """One EP site update from the marginal (var_i, mu_i).  flags: bit 0 = skipped
-    (improper cavity), bit 1 = clipped (negative site precision), bit 2 = non-finite
-    moments (skipped)."""
+    (improper cavity), bit 1 = clipped (tilted variance rounded to <= 0, or, with
+    ``clip``, a negative site precision), bit 2 = non-finite moments (skipped)."""
     cdef double tau_cav = 1.0 / var_i - tau_i
     cdef double nu_cav = mu_i / var_i - nu_i
     cdef double v_cav, m_cav, logZ, d1, d2, dpar, denom, t_new, n_new
@@ -187,7 +327,7 @@ cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
         flags[0] = 4
         return
     denom = 1.0 + d2 * v_cav
-    if denom > 0.0 and d2 <= 0.0:
+    if denom > 0.0 and (d2 <= 0.0 or not clip):
         t_new = -d2 / denom
         n_new = (d1 - m_cav * d2) / denom
     else:
@@ -200,7 +340,7 @@ cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
 
 cdef double _propose(int lik, const double[::1] y, const double* tau, const double* nu,
                      const double* var, const double* mu, const double* par,
-                     const Quad* quad, int n, double* tnew, double* nnew,
+                     const Quad* quad, int n, bint clip, double* tnew, double* nnew,
                      int* counts) noexcept nogil:
     """Undamped EP updates of every site from the marginals (var, mu) into (tnew,
     nnew); counts[0..2] += skipped, clipped, non-finite.  Returns the residual: the
@@ -208,7 +348,7 @@ cdef double _propose(int lik, const double[::1] y, const double* tau, const doub
     cdef int i, flags
     cdef double change = 0.0
     for i in range(n):
-        _site_update(lik, y[i], tau[i], nu[i], var[i], mu[i], par, quad, 1.0,
+        _site_update(lik, y[i], tau[i], nu[i], var[i], mu[i], par, quad, 1.0, clip,
                      &tnew[i], &nnew[i], &flags)
         counts[0] += flags & 1
         counts[1] += (flags >> 1) & 1
@@ -225,19 +365,13 @@ cdef inline double _max_change(double change, double old, double new) noexcept n
     return change
 
 
-cdef void _linearisation(double* M, const double* S, int n) noexcept nogil:
-    """M holds L^{-1} (lower).  Overwrite it with the first-order model of the
-    marginals around the current sites: off-diagonal posterior covariances
-    Sigma_ij = -(B^{-1})_ij / (s_i s_j) in the strictly lower triangle, their squares
-    in the strictly upper triangle (so that dsymv with uplo L / U gives Sigma x and
-    (Sigma o Sigma) x without the diagonal), zero diagonal.  Entries whose sites have
-    s_i s_j < 1e-6 (rounding would dominate) are set to 0: the model only steers the
-    cheap sweeps, the factorisation that follows them is exact."""
-    cdef char uplo = b'L'
-    cdef int i, j, i0, j0 = 0, i1, j1, info = 0, tile = 64
+cdef void _tiled_pass(double* M, const double* S, int n, bint scale,
+                      bint square) noexcept nogil:
+    """Over the strictly lower triangle of M: with ``scale``, M_ij <- -M_ij / (s_i s_j)
+    (0 where s_i s_j < 1e-6); with ``square``, write M_ij^2 to the upper triangle and
+    zero the diagonal.  Tiles keep the transposed writes in cache."""
+    cdef int i, j, i0, j0 = 0, i1, j1, tile = 64
     cdef double sij, v
-    dlauum(&uplo, &n, M, &n, &info)             # lower triangle: L^{-T} L^{-1} = B^{-1}
-    # Tiles keep the transposed writes in cache.
     while j0 < n:
         j1 = j0 + tile if j0 + tile < n else n
         i0 = j0
@@ -245,14 +379,47 @@ cdef void _linearisation(double* M, const double* S, int n) noexcept nogil:
             i1 = i0 + tile if i0 + tile < n else n
             for j in range(j0, j1):
                 for i in range(i0 if i0 > j + 1 else j + 1, i1):
-                    sij = S[i] * S[j]
-                    v = -M[i + j * n] / sij if sij >= 1e-6 else 0.0
-                    M[i + j * n] = v
-                    M[j + i * n] = v * v
+                    v = M[i + j * n]
+                    if scale:
+                        sij = S[i] * S[j]
+                        v = -v / sij if sij >= 1e-6 else 0.0
+                        M[i + j * n] = v
+                    if square:
+                        M[j + i * n] = v * v
             i0 = i1
-        for j in range(j0, j1):
-            M[j + j * n] = 0.0
+        if square:
+            for j in range(j0, j1):
+                M[j + j * n] = 0.0
         j0 = j1
+
+
+cdef void _linearisation(double* M, const double* S, int n, const Neg* ng) noexcept nogil:
+    """M holds L^{-1} (lower).  Overwrite it with the first-order model of the
+    marginals around the current sites: off-diagonal posterior covariances in the
+    strictly lower triangle, their squares in the strictly upper triangle (so that
+    dsymv with uplo L / U gives Sigma x and (Sigma o Sigma) x without the diagonal),
+    zero diagonal.  Sigma_+ off the diagonal is -(B^{-1})_ij / (s_i s_j), set to 0
+    where s_i s_j < 1e-6 (rounding would dominate: the model only steers the cheap
+    sweeps, the factorisation that follows them is exact); negative sites' rows are
+    G, and W W' is added."""
+    cdef char lo = b'L'
+    cdef char notr = b'N'
+    cdef int i, j, c, m = ng.m, info = 0
+    cdef double pone = 1.0
+    dlauum(&lo, &n, M, &n, &info)               # lower triangle: L^{-T} L^{-1} = B^{-1}
+    if m == 0:
+        _tiled_pass(M, S, n, True, True)
+        return
+    _tiled_pass(M, S, n, True, False)
+    for c in range(m):
+        j = ng.idx[c]
+        for i in range(n):
+            if i > j:
+                M[i + j * n] = ng.G[i + c * n]
+            elif i < j:
+                M[j + i * n] = ng.G[i + c * n]
+    dsyrk(&lo, &notr, &n, &m, &pone, ng.W, &n, &pone, M, &n)
+    _tiled_pass(M, S, n, False, True)
 
 
 cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* nu,
@@ -294,7 +461,8 @@ cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* n
             if not (var[i] > 0.0) or not (1.0 / var[i] - tau[i] > 0.0):
                 return k
         counts[0] = 0; counts[1] = 0; counts[2] = 0
-        change = _propose(lik, y, tau, nu, var, mu, par, quad, n, tnew, nnew, counts)
+        change = _propose(lik, y, tau, nu, var, mu, par, quad, n, False, tnew, nnew,
+                          counts)
         if not isfinite(change) or counts[2] > 0:
             return k
         for i in range(n):
@@ -311,10 +479,11 @@ cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* n
 
 cdef double _log_evidence(int lik, const double[::1] y, const double* tau,
                           const double* nu, const double* var, const double* mu,
-                          const double* L, const double* par, const Quad* quad, int n,
-                          double* dlik, int* n_bad) noexcept nogil:
+                          const double* L, double logdet_c, const double* par,
+                          const Quad* quad, int n, double* dlik, int* n_bad) noexcept nogil:
     """EP log evidence at the current sites (GPML's arrangement of R&W eq. 3.65,
-    zero prior mean) and d log Z_EP / d par[0] = sum_i d log Z_i / d par[0] at the
+    zero prior mean; log|I + K T|/2 = sum log L_ii + logdet_c with the negative
+    sites) and d log Z_EP / d par[0] = sum_i d log Z_i / d par[0] at the
     cavities (exact at a fixed point).  Sites with an improper cavity are left out
     and counted in n_bad."""
     cdef int i
@@ -336,7 +505,31 @@ cdef double _log_evidence(int lik, const double[::1] y, const double* tau,
         total += 0.5 * nu_cav * (tau[i] / tau_cav * nu_cav - 2.0 * nu[i]) / (tau[i] + tau_cav)
         total -= 0.5 * nu[i] * nu[i] / (tau_cav + tau[i])
         total += 0.5 * log(1.0 + tau[i] / tau_cav)
-    return total + 0.5 * nu_mu
+    return total + 0.5 * nu_mu - logdet_c
+
+
+cdef int _n_improper_cavities(const double* tau, const double* var, int n) noexcept nogil:
+    cdef int i, k = 0
+    for i in range(n):
+        if not (1.0 / var[i] - tau[i] > 0.0):
+            k += 1
+    return k
+
+
+cdef bint _cavities_stay_proper(const double* Sigma, const double* col, double c,
+                                const double* tau, int i, int n) noexcept nogil:
+    """Whether Sigma - c col col' (the rank-one update of site i) leaves every other
+    cavity that is proper now proper: 1/Sigma_jj - tau_j > 0."""
+    cdef int j
+    cdef double v
+    for j in range(n):
+        v = Sigma[j + j * n]
+        if j == i or not (1.0 / v - tau[j] > 0.0):
+            continue
+        v -= c * col[j] * col[j]
+        if not (v > 0.0 and 1.0 / v - tau[j] > 0.0):
+            return False
+    return True
 
 
 def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
@@ -361,22 +554,26 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     the residual is below 0.1, each factorisation is followed by cheap sweeps on the
     linearised marginals (see ``_linearised_sweeps``): quadratic convergence; it is
     switched off for the rest of the run if a step fails to halve the residual.
+    A parallel step whose negative site precisions make the posterior improper is
+    rejected and retried (see the header).
 
     ``Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the final
     sites for the gradient, or a 0 x 0 array.
 
     Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts,
-    n_inner) where counts = (skipped_cavity, clipped_site, nonfinite,
-    bad_cavity_at_end, clipped_in_last_sweep) and n_inner the number of linearised
-    sweeps.  n_sweeps counts the sweeps followed by a factorisation.
-    On return L = chol(B), S = sqrt(tau), b = posterior-mean weights, mu and var the
-    marginal means and variances at the final sites.
+    n_inner, Q) where counts = (skipped_cavity, clipped_site, nonfinite,
+    bad_cavity_at_end, clipped_in_last_sweep, rejected_steps), n_inner the number of
+    linearised sweeps and Q the n x m correction of the m negative sites at the end
+    (R = S B^{-1} S - Q Q').  n_sweeps counts the sweeps followed by a factorisation.
+    On return L = chol(B), S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean
+    weights), mu and var the marginal means and variances at the final sites.
     """
     cdef int n = K.shape[0]
     cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0, n_inner = 0
-    cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0, n_clip_last = 0
+    cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0, n_clip_last = 0, n_reject = 0
+    cdef int n_neg = 0, n_improper = 0
     cdef int counts[3]
-    cdef bint converged = False, accel_used = False, accel_off = False
+    cdef bint converged = False, accel_used = False, accel_off = False, clip = False
     cdef double logz = 0.0, logz_old = INFINITY, change, change_old = INFINITY, dlik0 = 0.0
     cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
     cdef double *Linv = NULL
@@ -393,12 +590,15 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double *nu_old
     cdef double *tnew
     cdef double *nnew
+    cdef double *var_old
+    cdef double *mu_old
     cdef const double* Kp = &K[0, 0]
     cdef double* Lp = &L[0, 0]
     cdef double* taup = &tau[0]
     cdef double* nup = &nu[0]
     cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
     cdef Quad quad
+    cdef Neg ng
     cdef char uplo = b'L'
     cdef int one = 1, info = 0
     cdef bint want_binv = Binv.shape[0] > 0
@@ -417,37 +617,46 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     if quad_x.shape[0] != quad_logw.shape[0]:
         raise ValueError("quadrature nodes and weights differ in length.")
     if n == 0:
-        return ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0), 0
+        return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0,
+                np.zeros((0, 0), order="F"))
     quad.n = quad_x.shape[0]
     quad.x = &quad_x[0] if quad.n > 0 else NULL
     quad.logw = &quad_logw[0] if quad.n > 0 else NULL
     Linv = <double*> malloc(n * n * sizeof(double))
-    work = <double*> malloc(13 * n * sizeof(double))
+    work = <double*> malloc(15 * n * sizeof(double))
     block = <double*> malloc(n * nb * sizeof(double))
     idx = <int*> malloc(n * sizeof(int))
     if not parallel:
         Sigma = <double*> malloc(n * n * sizeof(double))
         V = <double*> malloc(n * n * sizeof(double))
-    if Linv == NULL or work == NULL or block == NULL or idx == NULL or (
-            not parallel and (Sigma == NULL or V == NULL)):
+    if _neg_init(&ng, n) != 0 or Linv == NULL or work == NULL or block == NULL \
+            or idx == NULL or (not parallel and (Sigma == NULL or V == NULL)):
         free(Linv); free(work); free(Sigma); free(V); free(block); free(idx)
+        _neg_free(&ng)
         raise MemoryError()
     col = work; t = work + n; w = work + 2 * n; tau_old = work + 3 * n; nu_old = work + 4 * n
     tnew = work + 5 * n; nnew = work + 6 * n
+    var_old = work + 13 * n; mu_old = work + 14 * n
     try:
         with nogil:
-            # Marginals at the starting sites.
-            if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
-                status = ST_NOT_PD
-            else:
+            # Marginals at the starting sites.  Negative precisions of a warm start
+            # that make the posterior improper under this K are dropped.
+            status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+            if status == ST_IMPROPER:
+                n_reject += 1
+                for i in range(n):
+                    if taup[i] < 0.0:
+                        taup[i] = 0.0
+                status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+            if status == ST_OK:
                 _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
-                           idx, block, nb, Sigma, V)
-                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
-                                     n, &dlik0, &n_bad)
+                           idx, block, nb, Sigma, V, &ng)
+                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
+                                     parp, &quad, n, &dlik0, &n_bad)
             while parallel and status == ST_OK:
                 counts[0] = 0; counts[1] = 0; counts[2] = 0
                 change = _propose(lik, y, taup, nup, &var[0], &mu[0], parp, &quad, n,
-                                  tnew, nnew, counts)
+                                  False, tnew, nnew, counts)
                 n_skip += counts[0]
                 n_clip += counts[1]
                 n_nonfinite += counts[2]
@@ -477,49 +686,110 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         damping = min_damping
                 memcpy(tau_old, taup, n * sizeof(double))
                 memcpy(nu_old, nup, n * sizeof(double))
-                for i in range(n):
-                    taup[i] += damping * (tnew[i] - taup[i])
-                    nup[i] += damping * (nnew[i] - nup[i])
-                if accel_used:
-                    _linearisation(Linv, &S[0], n)
-                    n_inner += 1 + _linearised_sweeps(
-                        lik, y, taup, nup, tau_old, nu_old, Linv, &var[0], &mu[0], parp,
-                        &quad, n, damping,
-                        0.01 * (tol if tol > change * change else change * change),
-                        49, work + 7 * n)
+                memcpy(var_old, &var[0], n * sizeof(double))
+                memcpy(mu_old, &mu[0], n * sizeof(double))
+                n_improper = counts[0]
+                clip = False
+                while True:
+                    for i in range(n):
+                        taup[i] = tau_old[i] + damping * (tnew[i] - tau_old[i])
+                        nup[i] = nu_old[i] + damping * (nnew[i] - nu_old[i])
+                    if accel_used:
+                        _linearisation(Linv, &S[0], n, &ng)
+                        n_inner += 1 + _linearised_sweeps(
+                            lik, y, taup, nup, tau_old, nu_old, Linv, &var[0], &mu[0],
+                            parp, &quad, n, damping,
+                            0.01 * (tol if tol > change * change else change * change),
+                            49, work + 7 * n)
+                    status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                    if status == ST_OK:
+                        _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
+                                   w, idx, block, nb, Sigma, V, &ng)
+                        if clip or _n_improper_cavities(taup, &var[0], n) <= n_improper:
+                            break
+                        status = ST_IMPROPER
+                    if status != ST_IMPROPER:
+                        break
+                    # The step made the posterior, or a cavity, improper: retry it
+                    # without acceleration, then with less damping, then with the
+                    # negative proposals clipped (a proper posterior).
+                    n_reject += 1
+                    memcpy(taup, tau_old, n * sizeof(double))
+                    memcpy(nup, nu_old, n * sizeof(double))
+                    memcpy(&var[0], var_old, n * sizeof(double))
+                    memcpy(&mu[0], mu_old, n * sizeof(double))
+                    if accel_used:
+                        accel_used = False
+                        accel_off = True
+                    elif damping > min_damping:
+                        damping = damping * 0.5
+                        if damping < min_damping:
+                            damping = min_damping
+                    elif not clip:
+                        clip = True
+                        counts[0] = 0; counts[1] = 0; counts[2] = 0
+                        _propose(lik, y, taup, nup, &var[0], &mu[0], parp, &quad, n,
+                                 True, tnew, nnew, counts)
+                        n_clip += counts[1]
+                        n_clip_last = counts[1]
+                    else:
+                        status = ST_NOT_PD
+                        break
+                if status != ST_OK:
+                    break
                 change_old = change
                 sweep += 1
-                if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
-                    status = ST_NOT_PD
-                    break
-                _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
-                           idx, block, nb, Sigma, V)
                 logz_old = logz
-                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
-                                     n, &dlik0, &n_bad)
+                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
+                                     parp, &quad, n, &dlik0, &n_bad)
             while not parallel and status == ST_OK and sweep < max_sweeps:
                 memcpy(tau_old, taup, n * sizeof(double))
                 memcpy(nu_old, nup, n * sizeof(double))
                 n_clip_last = n_clip
+                n_neg = 0
+                for i in range(n):
+                    n_neg += taup[i] < 0.0
                 for k in range(n):
                     i = orders[sweep, k]
                     sii = Sigma[i + i * n]
                     mui = mu[i]
-                    _site_update(lik, y[i], taup[i], nup[i], sii, mui, parp,
-                                 &quad, damping, &t_new, &n_new, &flags)
-                    n_skip += flags & 1
-                    n_clip += (flags >> 1) & 1
-                    n_nonfinite += (flags >> 2) & 1
-                    dtau = t_new - taup[i]
-                    dnu = n_new - nup[i]
-                    if dtau == 0.0 and dnu == 0.0:
-                        continue
                     # s = Sigma e_i, gathered from the lower triangle.
                     for j in range(i):
                         col[j] = Sigma[i + j * n]
                     for j in range(i, n):
                         col[j] = Sigma[j + i * n]
-                    c = dtau / (1.0 + dtau * sii)
+                    clip = False
+                    while True:
+                        _site_update(lik, y[i], taup[i], nup[i], sii, mui, parp,
+                                     &quad, damping, clip, &t_new, &n_new, &flags)
+                        dtau = t_new - taup[i]
+                        dnu = n_new - nup[i]
+                        # The rank-one update keeps Sigma positive definite even when
+                        # the new precision is negative: 1 + dtau Sigma_ii =
+                        # (tau_cav + t_new) / (tau_cav + tau_i) > 0.  With negative
+                        # sites it may leave another cavity improper: then the update
+                        # is clipped, and failing that skipped.
+                        c = dtau / (1.0 + dtau * sii)
+                        if flags != 0 or n_neg - (taup[i] < 0.0) + (t_new < 0.0) == 0 \
+                                or _cavities_stay_proper(Sigma, col, c, taup, i, n):
+                            break
+                        if not clip and t_new < 0.0:
+                            clip = True
+                            continue
+                        flags = 1
+                        t_new = taup[i]
+                        n_new = nup[i]
+                        dtau = 0.0
+                        dnu = 0.0
+                        break
+                    if clip and flags == 0:
+                        flags = 2
+                    n_skip += flags & 1
+                    n_clip += (flags >> 1) & 1
+                    n_nonfinite += (flags >> 2) & 1
+                    if dtau == 0.0 and dnu == 0.0:
+                        continue
+                    n_neg += (t_new < 0.0) - (taup[i] < 0.0)
                     coef = dnu * (1.0 - c * sii) - c * mui
                     for j in range(n):
                         mu[j] += coef * col[j]
@@ -530,11 +800,15 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 sweep += 1
                 n_clip_last = n_clip - n_clip_last
                 # Fresh factorisation at the new sites (no drift from rank-one updates).
-                if _factor(Kp, taup, &S[0], Lp, n) != 0 or _invert_factor(Lp, Linv, n) != 0:
+                # An improper posterior here is rounding (the updates keep it proper):
+                # numerically singular, like a failed factorisation.
+                status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                if status == ST_IMPROPER:
                     status = ST_NOT_PD
+                if status != ST_OK:
                     break
                 _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
-                           idx, block, nb, Sigma, V)
+                           idx, block, nb, Sigma, V, &ng)
                 change = 0.0
                 for i in range(n):
                     change = _max_change(change, tau_old[i], taup[i])
@@ -543,8 +817,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     status = ST_NONFINITE
                     break
                 logz_old = logz
-                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, parp, &quad,
-                                     n, &dlik0, &n_bad)
+                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
+                                     parp, &quad, n, &dlik0, &n_bad)
                 if change <= tol and fabs(logz - logz_old) <= tol * (1.0 + fabs(logz)):
                     converged = True
                     break
@@ -553,20 +827,35 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 for j in range(n):
                     memcpy(&Binv[j, j], &Linv[j + j * n], (n - j) * sizeof(double))
                 dlauum(&uplo, &n, &Binv[0, 0], &n, &info)
+        if status == ST_NOMEM:
+            raise MemoryError()
+        Q = np.zeros((n, ng.m if status == ST_OK else 0), order="F")
+        for k in range(Q.shape[1]):
+            Q[:, k] = <double[:n]> (ng.Q + k * n)
     finally:
         free(Linv); free(work); free(Sigma); free(V); free(block); free(idx)
+        _neg_free(&ng)
     return (status, sweep, bool(converged), logz, dlik0, damping,
-            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last), n_inner)
+            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject), n_inner, Q)
 
 
-def ep_dK(const double[::1] S, const double[::1] b, double[::1, :] dK):
-    """dK = (b b' - R)/2 with R = S B^{-1} S (R&W Alg. 5.2), written in full; dK
-    holds B^{-1} (lower triangle, from ``ep_run``) on entry."""
+def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,
+          double[::1, :] dK):
+    """dK = (b b' - R)/2 with R = (K + T^{-1})^{-1} = S B^{-1} S - Q Q' (R&W Alg. 5.2;
+    Q from ``ep_run``, n x 0 without negative sites), written in full; dK holds
+    B^{-1} (lower triangle, from ``ep_run``) on entry."""
     cdef int n = dK.shape[0]
-    if S.shape[0] != n or b.shape[0] != n or dK.shape[1] != n:
+    cdef int m = Q.shape[1]
+    cdef char lo = b'L'
+    cdef char notr = b'N'
+    cdef double minus = -1.0, pone = 1.0
+    if S.shape[0] != n or b.shape[0] != n or dK.shape[1] != n or Q.shape[0] != n:
         raise ValueError("ep_dK: inconsistent shapes.")
     if n == 0:
         return
     with nogil:
         scale_site_inverse(&dK[0, 0], &S[0], n)
+        if m > 0:
+            dsyrk(&lo, &notr, &n, &m, &minus, <double*> &Q[0, 0], &n, &pone,
+                  &dK[0, 0], &n)
         fill_site_dK(&dK[0, 0], &b[0], NULL, n)

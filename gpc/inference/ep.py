@@ -74,20 +74,36 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         ``state = {"tau", "nu"}``; ``info`` holds ``n_sweeps`` (sweeps followed by
         a factorisation), ``n_linearised_sweeps`` (the cheap sweeps of
         ``accelerate``), ``converged``,
-        ``damping`` (final), and the counts of the improper-update policy:
-        ``n_skipped`` (cavity with non-positive precision: site left unchanged),
-        ``n_clipped`` (site precision would be negative: clipped to 0 with
-        ``nu = d log Z / dm``), ``n_nonfinite`` (moments not finite: site left
-        unchanged), ``n_improper_final`` (sites whose cavity is improper at the
-        end; they are left out of the evidence and a warning is issued) and
+        ``damping`` (final), ``n_negative`` (sites with negative precision at the
+        end) and the counts of the improper-update policy (see Notes):
+        ``n_skipped`` (site left unchanged), ``n_clipped`` (site precision clipped
+        to 0 with ``nu = d log Z / dm``), ``n_rejected`` (parallel steps retried),
+        ``n_nonfinite`` (moments not finite: site left unchanged),
+        ``n_improper_final`` (sites whose cavity is improper at the end; they are
+        left out of the evidence and a warning is issued) and
         ``n_clipped_last_sweep``.  ``gradient_exact`` is False when sites were still
         being clipped in the last sweep: such a point is not a moment-matching fixed
         point, dK and dlik then miss those sites' implicit terms (a RuntimeWarning
-        says so). This happens only for likelihoods that are not log-concave
-        (noisy threshold).
+        says so).
 
     Notes
     -----
+    Site precisions may be negative: with likelihoods that are not log-concave (the
+    noisy threshold) the EP fixed point often has some, and only there are the
+    evidence and its gradient exact.  The positive sites are factorised as usual
+    (``B = I + S K S``); the m negative ones enter through an m x m Cholesky
+    correction (Woodbury), which also tells whether the posterior is proper.
+    Improper updates follow one policy:
+
+    * a site whose cavity has non-positive precision is left unchanged (skipped);
+    * a sequential update that would leave another, proper, cavity improper is
+      clipped (precision 0, ``nu = d log Z / dm``: the tilted mean is kept) if its
+      new precision is negative, and skipped otherwise;
+    * a parallel step that makes the posterior or a proper cavity improper is
+      rejected and retried without acceleration, then with halved damping, and at
+      ``min_damping`` with its negative proposals clipped;
+    * a tilted variance that rounds to <= 0 is clipped the same way.
+
     The log evidence is GPML's stable arrangement of R&W eq. 3.65 (zero prior mean);
     ``dlik`` is ``sum_i d log Z_i / d theta_lik`` at the cavities, exact at the fixed
     point.  A parallel update whose site precision overflows means the posterior has
@@ -118,7 +134,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
     if init is not None and "tau" in init and "nu" in init:
         t, v = np.asarray(init["tau"], float), np.asarray(init["nu"], float)
         if t.shape == (n,) and v.shape == (n,) and np.isfinite(t).all() \
-                and np.isfinite(v).all() and (t >= 0).all():
+                and np.isfinite(v).all():
             tau0, nu0 = t.copy(), v.copy()
     if parallel:
         orders = np.zeros((1, n), dtype=np.intc)
@@ -145,8 +161,8 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         return Kj, tau, nu, L, b, S, mu, var, Binv, out
 
     (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter = with_jitter(K, attempt)
-    _, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner = out
-    n_skip, n_clip, n_nonfinite, n_bad, n_clip_last = counts
+    _, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner, Q = out
+    n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject = counts
     if not converged:
         warnings.warn(f"EP did not converge in {n_sweeps} sweeps (max_sweeps="
                       f"{max_sweeps}, {updates}); the evidence and its gradient are "
@@ -158,18 +174,19 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         # A clipped site is not moment-matched, so the evidence is not stationary in
         # it and (b b' - R)/2 misses its implicit term.
         warnings.warn(f"EP: {n_clip_last} site(s) were clipped to zero precision in the "
-                      "last sweep; dK and dlik omit their implicit terms and are "
-                      "approximate.", RuntimeWarning, stacklevel=3)
+                      "last sweep (their negative precision would have made a cavity "
+                      "or the posterior improper); dK and dlik omit their implicit "
+                      "terms and are approximate.", RuntimeWarning, stacklevel=3)
     dK = None
     dlik = None
     if compute_gradient:
         dK = Binv                        # B^{-1} from ep_run, made into dK in place
-        _ep.ep_dK(S, b, dK)
+        _ep.ep_dK(S, b, Q, dK)
         # The moments give d log Z_i / d par[0]: every likelihood has at most one
         # parameter so far.
         dlik = np.full(len(par), dlik0) if len(par) else np.zeros(0)
     return InferenceResult(
-        posterior=SitePosterior(b, S, L),
+        posterior=SitePosterior(b, S, L, Q if Q.shape[1] else None),
         log_evidence=float(log_evidence),
         dK=dK,
         dlik=dlik,
@@ -179,6 +196,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
               "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
+              "n_negative": int(np.count_nonzero(tau < 0)), "n_rejected": n_reject,
               "gradient_exact": n_clip_last == 0, "jitter": jitter, "mean": mu,
               "var": var},
     )
