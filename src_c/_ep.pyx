@@ -422,6 +422,61 @@ cdef void _linearisation(double* M, const double* S, int n, const Neg* ng) noexc
     _tiled_pass(M, S, n, False, True)
 
 
+cdef enum:
+    AA_MEMORY = 5       # Anderson acceleration: number of past steps mixed
+
+
+cdef bint _anderson_weights(const double* dF, const double* f, int m2, int mk,
+                            double* gamma) noexcept nogil:
+    """gamma = argmin |f - dF gamma| over the mk columns (length m2) of dF, by the
+    normal equations with a relative ridge of 1e-10 (Cholesky, mk <= AA_MEMORY).
+    Returns False if they are numerically singular."""
+    cdef double A[AA_MEMORY * AA_MEMORY]
+    cdef double r[AA_MEMORY]
+    cdef double acc, diag = 0.0
+    cdef int i, j, k
+    for i in range(mk):
+        for j in range(i + 1):
+            acc = 0.0
+            for k in range(m2):
+                acc += dF[k + i * m2] * dF[k + j * m2]
+            A[i + j * AA_MEMORY] = acc
+        acc = 0.0
+        for k in range(m2):
+            acc += dF[k + i * m2] * f[k]
+        r[i] = acc
+        if A[i + i * AA_MEMORY] > diag:
+            diag = A[i + i * AA_MEMORY]
+    if not (diag > 0.0) or not isfinite(diag):
+        return False
+    for i in range(mk):
+        A[i + i * AA_MEMORY] += 1e-10 * diag
+    # In-place Cholesky (lower) and two triangular solves.
+    for j in range(mk):
+        acc = A[j + j * AA_MEMORY]
+        for k in range(j):
+            acc -= A[j + k * AA_MEMORY] * A[j + k * AA_MEMORY]
+        if not (acc > 0.0):
+            return False
+        A[j + j * AA_MEMORY] = sqrt(acc)
+        for i in range(j + 1, mk):
+            acc = A[i + j * AA_MEMORY]
+            for k in range(j):
+                acc -= A[i + k * AA_MEMORY] * A[j + k * AA_MEMORY]
+            A[i + j * AA_MEMORY] = acc / A[j + j * AA_MEMORY]
+    for i in range(mk):
+        acc = r[i]
+        for k in range(i):
+            acc -= A[i + k * AA_MEMORY] * gamma[k]
+        gamma[i] = acc / A[i + i * AA_MEMORY]
+    for i in range(mk - 1, -1, -1):
+        acc = gamma[i]
+        for k in range(i + 1, mk):
+            acc -= A[k + i * AA_MEMORY] * gamma[k]
+        gamma[i] = acc / A[i + i * AA_MEMORY]
+    return True
+
+
 cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* nu,
                             const double* tau0, const double* nu0, const double* M,
                             const double* var0, const double* mu0, const double* par,
@@ -432,21 +487,33 @@ cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* n
     exact:  var ~ var0 - (Sigma o Sigma) dtau,  mu ~ mu0 + Sigma (dnu -
     dtau o mu0).  Their fixed point is the EP fixed point up to second order in the
     site change, so alternating them with exact factorisations converges
-    quadratically (a chord-Newton method) at O(n^2) per sweep.  Stops when the change
-    falls below inner_tol, when a linearised marginal is unusable (non-positive
-    variance or cavity precision: the last sites are kept) or the change grows twice
-    running.  Returns the number of sweeps."""
+    quadratically (a chord-Newton method) at O(n^2) per sweep.  The sweeps are a
+    fixed-point iteration x <- x + f(x) on x = (tau, nu); Anderson acceleration
+    (mixing the last AA_MEMORY steps, O(n) each) makes them converge where the
+    iteration contracts slowly; a mixed step whose linearised marginals are unusable
+    is replaced by the plain step.  Stops when the change falls below inner_tol,
+    when a plain step's linearised marginal is unusable (non-positive variance or
+    cavity precision: the last sites are kept) or the change grows three times
+    running.  ``work`` holds 6n + (2 AA_MEMORY + 3) 2n doubles.  Returns the number
+    of sweeps."""
     cdef char lo = b'L'
     cdef char up = b'U'
-    cdef int one = 1, i, k, grew = 0
+    cdef int one = 1, i, j, k, grew = 0, m2 = 2 * n, mk = 0, head = 0, stored = 0
     cdef int counts[3]
-    cdef double pone = 1.0, change, prev = INFINITY
+    cdef bint mixed = False, usable
+    cdef double pone = 1.0, change, prev = INFINITY, fi
+    cdef double gamma[AA_MEMORY]
     cdef double *var = work
     cdef double *mu = work + n
     cdef double *dt = work + 2 * n
     cdef double *dn = work + 3 * n
     cdef double *tnew = work + 4 * n
     cdef double *nnew = work + 5 * n
+    cdef double *dX = work + 6 * n                     # m2 x AA_MEMORY
+    cdef double *dF = dX + m2 * AA_MEMORY              # m2 x AA_MEMORY
+    cdef double *xprev = dF + m2 * AA_MEMORY
+    cdef double *fprev = xprev + m2
+    cdef double *f = fprev + m2
     for k in range(max_inner):
         for i in range(n):
             dt[i] = tau[i] - tau0[i]
@@ -455,25 +522,68 @@ cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* n
             var[i] = var0[i] * var0[i] * dt[i]
         dsymv(&lo, &n, &pone, <double*> M, &n, dn, &one, &pone, mu, &one)
         dsymv(&up, &n, &pone, <double*> M, &n, dt, &one, &pone, var, &one)
+        usable = True
         for i in range(n):
             mu[i] += mu0[i]
             var[i] = var0[i] - var[i]
             if not (var[i] > 0.0) or not (1.0 / var[i] - tau[i] > 0.0):
+                usable = False
+        if usable:
+            counts[0] = 0; counts[1] = 0; counts[2] = 0
+            change = _propose(lik, y, tau, nu, var, mu, par, quad, n, False, tnew, nnew,
+                              counts)
+            usable = isfinite(change) and counts[2] == 0
+        if not usable:
+            if not mixed:
                 return k
-        counts[0] = 0; counts[1] = 0; counts[2] = 0
-        change = _propose(lik, y, tau, nu, var, mu, par, quad, n, False, tnew, nnew,
-                          counts)
-        if not isfinite(change) or counts[2] > 0:
-            return k
+            # Back to the plain step from the last point.
+            for i in range(n):
+                tau[i] = xprev[i] + fprev[i]
+                nu[i] = xprev[n + i] + fprev[n + i]
+            mixed = False
+            mk = 0
+            stored = 0
+            continue
         for i in range(n):
-            tau[i] += damping * (tnew[i] - tau[i])
-            nu[i] += damping * (nnew[i] - nu[i])
+            f[i] = damping * (tnew[i] - tau[i])
+            f[n + i] = damping * (nnew[i] - nu[i])
         if change <= inner_tol:
+            for i in range(n):
+                tau[i] += f[i]
+                nu[i] += f[n + i]
             return k + 1
         grew = grew + 1 if change > prev else 0
-        if grew >= 2:
+        if grew >= 3:
+            for i in range(n):
+                tau[i] += f[i]
+                nu[i] += f[n + i]
             return k + 1
         prev = change
+        if stored:
+            for i in range(n):
+                dX[i + head * m2] = tau[i] - xprev[i]
+                dX[n + i + head * m2] = nu[i] - xprev[n + i]
+            for i in range(m2):
+                dF[i + head * m2] = f[i] - fprev[i]
+            head = (head + 1) % AA_MEMORY
+            if mk < AA_MEMORY:
+                mk += 1
+        for i in range(n):
+            xprev[i] = tau[i]
+            xprev[n + i] = nu[i]
+        memcpy(fprev, f, m2 * sizeof(double))
+        stored = 1
+        # x <- x + f - (dX + dF) gamma (Anderson, type II), or the plain step.
+        mixed = mk > 0 and _anderson_weights(dF, f, m2, mk, gamma)
+        for i in range(m2):
+            fi = f[i]
+            if mixed:
+                for j in range(mk):
+                    fi -= gamma[j] * (dX[i + j * m2] + dF[i + j * m2])
+            if i < n:
+                tau[i] += fi
+            else:
+                nu[i - n] += fi
     return max_inner
 
 
@@ -550,10 +660,11 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     ``tol`` (the sites are then kept: they are a fixed point to that tolerance) and
     the log evidence moved by less than ``tol * (1 + |log Z|)`` since the previous
     factorisation.  Their damping is halved (down to ``min_damping``) whenever the
-    largest site change grows from one sweep to the next.  With ``accelerate``, once
-    the residual is below 0.1, each factorisation is followed by cheap sweeps on the
-    linearised marginals (see ``_linearised_sweeps``): quadratic convergence; it is
-    switched off for the rest of the run if a step fails to halve the residual.
+    largest site change grows from one sweep to the next, and raised by 1.25 (up to
+    its initial value) while it falls.  With ``accelerate``, once the residual is
+    below 0.1, each factorisation is followed by cheap sweeps on the linearised
+    marginals (see ``_linearised_sweeps``): quadratic convergence; after a step that
+    fails to halve the residual it is suspended until plain sweeps have halved it.
     A parallel step whose negative site precisions make the posterior improper is
     rejected and retried (see the header).
 
@@ -573,7 +684,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0, n_clip_last = 0, n_reject = 0
     cdef int n_neg = 0, n_improper = 0
     cdef int counts[3]
-    cdef bint converged = False, accel_used = False, accel_off = False, clip = False
+    cdef bint converged = False, accel_used = False, clip = False
+    cdef double accel_below = 0.1, damping0 = damping
     cdef double logz = 0.0, logz_old = INFINITY, change, change_old = INFINITY, dlik0 = 0.0
     cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
     cdef double *Linv = NULL
@@ -623,7 +735,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     quad.x = &quad_x[0] if quad.n > 0 else NULL
     quad.logw = &quad_logw[0] if quad.n > 0 else NULL
     Linv = <double*> malloc(n * n * sizeof(double))
-    work = <double*> malloc(15 * n * sizeof(double))
+    work = <double*> malloc((15 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
     block = <double*> malloc(n * nb * sizeof(double))
     idx = <int*> malloc(n * sizeof(int))
     if not parallel:
@@ -636,7 +748,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         raise MemoryError()
     col = work; t = work + n; w = work + 2 * n; tau_old = work + 3 * n; nu_old = work + 4 * n
     tnew = work + 5 * n; nnew = work + 6 * n
-    var_old = work + 13 * n; mu_old = work + 14 * n
+    var_old = work + 7 * n; mu_old = work + 8 * n
     try:
         with nogil:
             # Marginals at the starting sites.  Negative precisions of a warm start
@@ -675,8 +787,10 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 if sweep >= max_sweeps:
                     break
                 if accel_used and change > 0.5 * change_old:
-                    accel_off = True
-                accel_used = accelerate and not accel_off and change <= 0.1
+                    # The linearisation was not good enough here: plain (damped)
+                    # sweeps until the residual has halved.
+                    accel_below = 0.5 * (change if change < change_old else change_old)
+                accel_used = accelerate and change <= accel_below
                 # Plain parallel EP: a growing residual after the first sweeps means
                 # the joint update overshoots; damp it more.
                 if not accel_used and sweep > 2 and change > change_old \
@@ -684,6 +798,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     damping = damping * 0.5
                     if damping < min_damping:
                         damping = min_damping
+                elif sweep > 0 and change < change_old and damping < damping0:
+                    # ... and while the residual falls, let it recover (up to the
+                    # damping asked for).
+                    damping = damping * 1.25
+                    if damping > damping0:
+                        damping = damping0
                 memcpy(tau_old, taup, n * sizeof(double))
                 memcpy(nu_old, nup, n * sizeof(double))
                 memcpy(var_old, &var[0], n * sizeof(double))
@@ -700,7 +820,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                             lik, y, taup, nup, tau_old, nu_old, Linv, &var[0], &mu[0],
                             parp, &quad, n, damping,
                             0.01 * (tol if tol > change * change else change * change),
-                            49, work + 7 * n)
+                            49, work + 9 * n)
                     status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
                     if status == ST_OK:
                         _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
@@ -720,7 +840,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     memcpy(&mu[0], mu_old, n * sizeof(double))
                     if accel_used:
                         accel_used = False
-                        accel_off = True
+                        accel_below = 0.5 * change
                     elif damping > min_damping:
                         damping = damping * 0.5
                         if damping < min_damping:

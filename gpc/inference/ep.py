@@ -41,7 +41,8 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         Weight of the new site in natural parameters (1 = no damping). Default 1.0
         for both; parallel EP halves it (down to ``min_damping``) whenever the largest
         site change grows from one sweep to the next, which makes it converge where
-        undamped parallel updates oscillate.
+        undamped parallel updates oscillate, and raises it by a factor 1.25 (up to
+        the value given) while that change falls.
     min_damping : float, default=0.05
         Floor of the adaptive damping of parallel EP.
     order : {"fixed", "random"}, default="fixed"
@@ -65,8 +66,10 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         dtau o mu0)``.  Their fixed point is the EP fixed point up to second order,
         so the factorisations converge quadratically (a chord-Newton method); the
         exact factorisation after them decides convergence, so the answer is the
-        same EP fixed point.  Switched off for the rest of a run when a step fails to
-        halve the residual.
+        same EP fixed point.  The cheap sweeps are Anderson-accelerated (the last 5
+        steps mixed), so they also converge where plain sweeps contract slowly.
+        Suspended, after a step that fails to halve the residual, until plain
+        sweeps have halved it.
 
     Returns
     -------
