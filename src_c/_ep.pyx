@@ -19,10 +19,14 @@
 #
 # Policy for improper updates (documented in gpc/inference/ep.py):
 # * a cavity with non-positive precision: the site is left unchanged (counted);
-# * a site precision may become negative; if a parallel step makes the posterior
-#   improper it is retried without acceleration, then with halved damping, and at the
-#   damping floor with negative proposals clipped to precision 0 and nu = d log Z/dm
-#   (counted); a tilted variance that rounds to <= 0 is clipped the same way.
+# * a site precision may become negative;
+# * a sequential update that would leave another, proper, cavity improper is clipped
+#   to precision 0 with nu = d log Z/dm (the tilted mean kept) if its precision was
+#   negative, and skipped otherwise (counted);
+# * a parallel step that makes the posterior or a proper cavity improper is retried
+#   without acceleration, then with halved damping, and at the damping floor with its
+#   negative proposals clipped (counted);
+# * a tilted variance that rounds to <= 0 is clipped the same way (counted).
 
 from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
@@ -54,7 +58,6 @@ cdef struct Neg:
     int m           # number of negative sites
     int cap         # columns allocated in G, W, Q
     int* idx        # their indices (n)
-    int* pos        # pos[i] = column of site i, or -1 (n)
     double* s       # sqrt(-tau_N) (n)
     double* G       # n x cap: Sigma_+[:, N]
     double* W       # n x cap: G s Lc^{-T}
@@ -68,8 +71,7 @@ cdef int _neg_init(Neg* ng, int n) noexcept nogil:
     ng.cap = 0
     ng.logdet = 0.0
     ng.G = NULL; ng.W = NULL; ng.Q = NULL; ng.C = NULL
-    ng.idx = <int*> malloc(2 * n * sizeof(int))
-    ng.pos = ng.idx + n if ng.idx != NULL else NULL
+    ng.idx = <int*> malloc(n * sizeof(int))
     ng.s = <double*> malloc(n * sizeof(double))
     return ng.idx == NULL or ng.s == NULL
 
@@ -98,10 +100,8 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
     cdef int i, c, c2, m = 0, cap, info = 0
     cdef double* P
     for i in range(n):
-        ng.pos[i] = -1
         if tau[i] < 0.0:
             ng.idx[m] = i
-            ng.pos[i] = m
             ng.s[m] = sqrt(-tau[i])
             m += 1
     ng.m = m
