@@ -35,9 +35,10 @@ from libc.string cimport memcpy
 import numpy as np
 
 from scipy.linalg.cython_blas cimport dsymv, dsyr, dtrmm, dsyrk, dtrmv, dsymm, dtrsm, dgemv
-from scipy.linalg.cython_lapack cimport dlauum, dtrtri, dpotrf
+from scipy.linalg.cython_lapack cimport dlauum, dtrtri
 
-from _blas cimport chol_site_matrix, fill_site_dK, scale_site_inverse, symv_lower
+from _blas cimport (chol_lower, chol_site_matrix, chol_solve_lower, fill_site_dK,
+                   scale_site_inverse, symv_lower)
 from _lik cimport Quad, lik_gauss_moments
 
 
@@ -97,7 +98,7 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
     cdef char notr = b'N'
     cdef char tr = b'T'
     cdef double one = 1.0, minus = -1.0
-    cdef int i, c, c2, m = 0, cap, info = 0
+    cdef int i, c, c2, m = 0, cap
     cdef double* P
     for i in range(n):
         if tau[i] < 0.0:
@@ -143,8 +144,7 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
         for c in range(c2, m):
             ng.C[c + c2 * m] = (1.0 if c == c2 else 0.0) \
                 - ng.s[c] * ng.G[ng.idx[c] + c2 * n] * ng.s[c2]
-    dpotrf(&lo, &m, ng.C, &m, &info)
-    if info != 0:
+    if chol_lower(ng.C, m) != 0:
         return ST_IMPROPER
     for c in range(m):
         ng.logdet += log(ng.C[c + c * m])
@@ -233,7 +233,7 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
             i = idx[start + c]
             for k in range(n):
                 # column i of symmetric K from its lower triangle
-                block[k + c * n] = S[k] * (K[k + i * n] if k >= i else K[i + k * n])
+                block[k + c * n] = S[k] * _ksym(K, k, i, n)
         dtrmm(&side, &uplo, &trans, &diag, &n, &cnt, &one, <double*> Linv, &n, block, &n)
         for c in range(cnt):
             i = idx[start + c]
@@ -258,7 +258,7 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
     cdef int i, j
     for j in range(n):
         for i in range(n):
-            V[i + j * n] = S[i] * (K[i + j * n] if i >= j else K[j + i * n])
+            V[i + j * n] = S[i] * _ksym(K, i, j, n)
     dtrmm(&side, &uplo, &trans, &diag, &n, &n, &one, <double*> Linv, &n, V, &n)
     for j in range(n):
         for i in range(j, n):
@@ -429,10 +429,9 @@ cdef enum:
 cdef bint _anderson_weights(const double* dF, const double* f, int m2, int mk,
                             double* gamma) noexcept nogil:
     """gamma = argmin |f - dF gamma| over the mk columns (length m2) of dF, by the
-    normal equations with a relative ridge of 1e-10 (Cholesky, mk <= AA_MEMORY).
-    Returns False if they are numerically singular."""
+    normal equations with a relative ridge of 1e-10 (mk <= AA_MEMORY).  Returns
+    False if they are numerically singular."""
     cdef double A[AA_MEMORY * AA_MEMORY]
-    cdef double r[AA_MEMORY]
     cdef double acc, diag = 0.0
     cdef int i, j, k
     for i in range(mk):
@@ -440,41 +439,20 @@ cdef bint _anderson_weights(const double* dF, const double* f, int m2, int mk,
             acc = 0.0
             for k in range(m2):
                 acc += dF[k + i * m2] * dF[k + j * m2]
-            A[i + j * AA_MEMORY] = acc
+            A[i + j * mk] = acc                      # lower triangle, ld mk
         acc = 0.0
         for k in range(m2):
             acc += dF[k + i * m2] * f[k]
-        r[i] = acc
-        if A[i + i * AA_MEMORY] > diag:
-            diag = A[i + i * AA_MEMORY]
+        gamma[i] = acc
+        if A[i + i * mk] > diag:
+            diag = A[i + i * mk]
     if not (diag > 0.0) or not isfinite(diag):
         return False
     for i in range(mk):
-        A[i + i * AA_MEMORY] += 1e-10 * diag
-    # In-place Cholesky (lower) and two triangular solves.
-    for j in range(mk):
-        acc = A[j + j * AA_MEMORY]
-        for k in range(j):
-            acc -= A[j + k * AA_MEMORY] * A[j + k * AA_MEMORY]
-        if not (acc > 0.0):
-            return False
-        A[j + j * AA_MEMORY] = sqrt(acc)
-        for i in range(j + 1, mk):
-            acc = A[i + j * AA_MEMORY]
-            for k in range(j):
-                acc -= A[i + k * AA_MEMORY] * A[j + k * AA_MEMORY]
-            A[i + j * AA_MEMORY] = acc / A[j + j * AA_MEMORY]
-    for i in range(mk):
-        acc = r[i]
-        for k in range(i):
-            acc -= A[i + k * AA_MEMORY] * gamma[k]
-        gamma[i] = acc / A[i + i * AA_MEMORY]
-    for i in range(mk - 1, -1, -1):
-        acc = gamma[i]
-        for k in range(i + 1, mk):
-            acc -= A[k + i * AA_MEMORY] * gamma[k]
-        gamma[i] = acc / A[i + i * AA_MEMORY]
-    return True
+        A[i + i * mk] += 1e-10 * diag
+    if chol_lower(A, mk) != 0:
+        return False
+    return chol_solve_lower(A, mk, gamma, 1) == 0
 
 
 cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* nu,
