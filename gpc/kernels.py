@@ -54,6 +54,8 @@ from scipy.linalg import blas as _blas
 from sklearn.gaussian_process import kernels as _sk
 from sklearn.gaussian_process.kernels import Hyperparameter
 
+from ._kern import sym_stationary
+
 __all__ = [
     "Kernel",
     "Hyperparameter",
@@ -319,27 +321,19 @@ def _neg_half_sqdist(Z, ZY=None):
     """``-0.5 * |z_i - y_j|^2`` via BLAS, clipped at zero (result <= 0).
 
     Computed as ``z_i . y_j - (h_i + h'_j)`` with ``h = |z|^2 / 2`` and
-    ``h' = |y|^2 / 2``.  For
-    ``ZY is None`` the result is exactly symmetric with a zero diagonal:
-    ``Z @ Z.T`` is symmetric (:func:`_gram`) and ``h_i + h_j`` is a
-    single commutative addition.  Scaling by 1/2 is exact, so this is
-    exactly ``-0.5 * ((|z_i|^2 + |z_j|^2) - 2 z_i . z_j)``.
+    ``h' = |y|^2 / 2``.  For ``ZY is None`` the compiled one-pass routine
+    (:func:`gpc._kern.sym_stationary`) computes the lower triangle and mirrors
+    it: exactly symmetric, zero diagonal.
     """
+    if ZY is None:
+        return sym_stationary(np.ascontiguousarray(Z, dtype=np.float64), 1.0, False)
     h = np.einsum("ij,ij->i", Z, Z)
     h *= 0.5
-    if ZY is None:
-        E = _gram(Z)
-        S = np.add.outer(h, h)
-    else:
-        hy = np.einsum("ij,ij->i", ZY, ZY)
-        hy *= 0.5
-        E = _matmul(Z, ZY.T)
-        S = np.add.outer(h, hy)
-    E -= S
-    del S
+    hy = np.einsum("ij,ij->i", ZY, ZY)
+    hy *= 0.5
+    E = _matmul(Z, ZY.T)
+    E -= np.add.outer(h, hy)
     np.minimum(E, 0.0, out=E)
-    if ZY is None:
-        np.fill_diagonal(E, 0.0)
     return E
 
 
@@ -352,6 +346,8 @@ def _sqdist(Z, ZY=None):
 
 def _se_matrix(Z, ZY, variance):
     """``variance * exp(-0.5 * |z_i - y_j|^2)`` with a single n x m buffer."""
+    if ZY is None:
+        return sym_stationary(np.ascontiguousarray(Z, dtype=np.float64), variance, True)
     K = _neg_half_sqdist(Z, ZY)
     np.exp(K, out=K)
     if variance != 1.0:

@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["gpc", "gpc.classifier", "gpc.datasets", "gpc.inference._base",
+MODULES = ["gpc", "gpc._kern", "gpc.classifier", "gpc.datasets", "gpc.inference._base",
            "gpc.inference.laplace", "gpc.kernels", "gpc.likelihoods", "gpc.optimize",
            "gpc.posterior"]
 

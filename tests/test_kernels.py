@@ -354,6 +354,25 @@ def test_kernel_matrix_symmetric_psd_and_diag(case):
     assert is_psd_by_construction(kernel)
 
 
+@pytest.mark.parametrize("n, d", [(0, 2), (1, 3), (64, 1), (65, 2), (130, 5)])
+def test_compiled_symmetric_matrix_matches_direct_formula(n, d):
+    # The one-pass routine behind K(X, X) of the stationary kernels, against the
+    # distances written out pairwise (n across the 64-wide tiles).
+    from gpc._kern import sym_stationary
+
+    Z = np.random.default_rng(n + d).normal(size=(n, d)) * 2.0
+    half = -0.5 * ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    D = sym_stationary(Z, 1.0, False)
+    K = sym_stationary(Z, 1.7, True)
+    for A in (D, K):
+        assert A.shape == (n, n)
+        np.testing.assert_array_equal(A, A.T)
+    np.testing.assert_allclose(D, half, rtol=1e-12, atol=1e-12 * max(1.0, -half.min(initial=0)))
+    np.testing.assert_array_equal(np.diag(D), 0.0)
+    np.testing.assert_allclose(K, 1.7 * np.exp(half), rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(np.diag(K), 1.7)
+
+
 @pytest.mark.parametrize("case", sorted(GPC_CASES))
 def test_cross_covariance_consistent_with_blocks(case):
     kernel, X = GPC_CASES[case]()
