@@ -66,8 +66,10 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         dtau o mu0)``.  Their fixed point is the EP fixed point up to second order,
         so the factorisations converge quadratically (a chord-Newton method); the
         exact factorisation after them decides convergence, so the answer is the
-        same EP fixed point.  The cheap sweeps are Anderson-accelerated (the last 5
-        steps mixed), so they also converge where plain sweeps contract slowly.
+        same EP fixed point.  The linearised model is held in single precision
+        (it only steers the cheap sweeps; its error is far below their own).  The
+        cheap sweeps are Anderson-accelerated (the last 5 steps mixed), so they also
+        converge where plain sweeps contract slowly.
         Suspended, after a step that fails to halve the residual, until plain
         sweeps have halved it.
 
