@@ -54,7 +54,7 @@ from scipy.linalg import blas as _blas
 from sklearn.gaussian_process import kernels as _sk
 from sklearn.gaussian_process.kernels import Hyperparameter
 
-from ._kern import sym_stationary
+from ._kern import sym_stationary, weighted_sqdist_sum
 
 __all__ = [
     "Kernel",
@@ -365,27 +365,23 @@ def _pairwise_sqdiff(Z):
 def _weighted_sqdist_sum(Z, W, anisotropic):
     """``sum_ij W_ij (z_ik - z_jk)^2`` for every k (ARD) or summed over k.
 
-    ``W`` is scratch owned by the caller (its diagonal is overwritten); it
-    need not be symmetric.  Uses the identity
+    ``W`` is scratch owned by the caller (overwritten); it need not be
+    symmetric.  The compiled ``weighted_sqdist_sum`` uses the identity
 
-        sum_ij W_ij (z_ik - z_jk)^2
-            = sum_i (r_i + c_i) z_ik^2 - 2 * sum_i z_ik (W Z)_ik
+        sum_ij W_ij (z_ik - z_jk)^2 = sum_i z_ik (r_i z_ik - (M Z)_ik)
 
-    with r, c the row and column sums of W, i.e. one GEMM ``W @ Z``.  Pairs
-    on the diagonal contribute exactly zero and are removed first, which
-    avoids the largest cancellation (the inputs are also centred).
+    with M the pair weights W_ij + W_ji off the diagonal and r their row sums:
+    one pass over W and one BLAS product.  Pairs on the diagonal contribute
+    exactly zero and are left out, which avoids the largest cancellation (the
+    inputs are also centred).
 
     Returns ``(g, total)`` with ``total = sum(W)`` (computed on the way).
     """
-    total = np.trace(W)
-    np.fill_diagonal(W, 0.0)
-    r = W.sum(axis=1)
-    total += r.sum()
-    s = W.sum(axis=0)
-    s += r
-    WZ = _matmul(W, Z)
-    g = s @ (Z * Z)
-    g -= 2.0 * np.einsum("ik,ik->k", Z, WZ)
+    W = np.asarray(W, dtype=np.float64)
+    if not W.flags.f_contiguous:
+        # The sum is unchanged by transposing W; a C-ordered W is W' in Fortran order.
+        W = W.T if W.flags.c_contiguous else np.asfortranarray(W)
+    g, total = weighted_sqdist_sum(W, np.ascontiguousarray(Z, dtype=np.float64))
     if not anisotropic:
         g = np.array([g.sum()])
     return g, total

@@ -96,18 +96,56 @@ cdef inline void scale_site_inverse(double* R, const double* s, int n) noexcept 
             R[i + j * n] *= s[i] * s[j]
 
 
+cdef struct Tiles:
+    # A walk over the lower triangle of an n x n matrix in square tiles: tile (i0:i1,
+    # j0:j1) with i0 >= j0, down each column of tiles in turn.  Element loops over a
+    # tile keep both (i, j) and its mirror (j, i) in cache, so a pass that reads or
+    # writes both triangles runs at the speed of a contiguous one.
+    int n, size, i0, i1, j0, j1
+
+
+cdef inline void tiles_start(Tiles* t, int n, int size) noexcept nogil:
+    """Start the walk (``size`` < 1 means 64); then ``while tiles_next(&t)``, and
+    within a tile ``for j in range(t.j0, t.j1): for i in range(max(t.i0, j), t.i1)``
+    (``j + 1`` for the strictly lower triangle)."""
+    t.n = n
+    t.size = size if size > 0 else 64
+    t.i0 = 0
+    t.i1 = 0
+    t.j0 = 0
+    t.j1 = 0
+
+
+cdef inline bint tiles_next(Tiles* t) noexcept nogil:
+    """Advance to the next tile; False when the walk is over."""
+    if t.j1 > 0 and t.i1 < t.n:
+        t.i0 = t.i1
+    else:
+        if t.j1 >= t.n:
+            return False
+        t.j0 = t.j1
+        t.j1 = t.j0 + t.size if t.j0 + t.size < t.n else t.n
+        t.i0 = t.j0
+    t.i1 = t.i0 + t.size if t.i0 + t.size < t.n else t.n
+    return True
+
+
 cdef inline void fill_site_dK(double* R, const double* b, const double* u,
                               int n) noexcept nogil:
     """R holds S B^{-1} S (lower triangle); overwrite it, both triangles, with
     dK = (b b' - R)/2 + (u b' + b u')/2 (u may be NULL: no implicit term).  The
-    gradient of every site-form method (R&W Alg. 5.1, 5.2)."""
+    gradient of every site-form method (R&W Alg. 5.1, 5.2).  One pass in 64 x 64
+    tiles of the lower triangle, so that the mirrored writes stay in cache."""
     cdef int i, j
     cdef double g
-    for j in range(n):
-        for i in range(j, n):
-            g = b[i] * b[j] - R[i + j * n]
-            if u != NULL:
-                g += u[i] * b[j] + b[i] * u[j]
-            g *= 0.5
-            R[i + j * n] = g
-            R[j + i * n] = g
+    cdef Tiles t
+    tiles_start(&t, n, 64)
+    while tiles_next(&t):
+        for j in range(t.j0, t.j1):
+            for i in range(t.i0 if t.i0 > j else j, t.i1):
+                g = b[i] * b[j] - R[i + j * n]
+                if u != NULL:
+                    g += u[i] * b[j] + b[i] * u[j]
+                g *= 0.5
+                R[i + j * n] = g
+                R[j + i * n] = g

@@ -1,46 +1,59 @@
 # Single-pass input checks on n x n matrices (the NumPy equivalent makes several full
 # passes and temporaries, which costs about one Cholesky of the same size).
 
-from libc.math cimport fabs, isfinite
+from libc.math cimport fabs
+
+from _blas cimport Tiles, tiles_next, tiles_start
+
+import numpy as np
 
 
-def symmetry_check(const double[:, :] K, Py_ssize_t tile=64):
+ctypedef fused Square:
+    const double[:, :]
+    const double[::1, :]
+
+
+def symmetry_check(K, int tile=64):
     """Scan a square matrix once, in tiles that keep K[i, j] and K[j, i] in cache.
 
     Returns ``(finite, max_abs, max_asym)``: whether every entry is finite, the largest
-    ``|K_ij|`` and the largest ``|K_ij - K_ji|`` (both 0 when not finite).
+    ``|K_ij|`` and the largest ``|K_ij - K_ji|`` (both 0 when not finite).  The answer
+    is the same for K and K', so a C-ordered matrix is scanned as the Fortran-ordered
+    K' (unit stride down the columns, a specialised loop).
     """
-    cdef Py_ssize_t n = K.shape[0], i0, j0, i, j, i1, j1
-    cdef double a, d, max_abs = 0.0, max_asym = 0.0
-    cdef bint finite = True
-    if K.shape[1] != n:
+    cdef const double[::1, :] KF
+    cdef const double[:, :] KS
+    K = np.asarray(K, dtype=np.float64)
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError("symmetry_check: K must be square.")
-    if tile < 1:
-        tile = 64
+    if not K.flags.f_contiguous and K.flags.c_contiguous:
+        K = K.T
+    if K.flags.f_contiguous:
+        KF = K
+        return _scan(KF, tile)
+    KS = K
+    return _scan(KS, tile)
+
+
+cdef tuple _scan(Square K, int tile):
+    cdef int i, j
+    cdef double a, d, e, max_abs = 0.0, max_asym = 0.0, nonfinite = 0.0
+    cdef Tiles t
     with nogil:
-        j0 = 0
-        while j0 < n and finite:
-            j1 = j0 + tile if j0 + tile < n else n
-            i0 = j0
-            while i0 < n and finite:
-                i1 = i0 + tile if i0 + tile < n else n
-                for j in range(j0, j1):
-                    for i in range(i0 if i0 > j else j, i1):
-                        a = K[i, j]
-                        d = K[j, i]
-                        if not (isfinite(a) and isfinite(d)):
-                            finite = False
-                            break
-                        if fabs(a) > max_abs:
-                            max_abs = fabs(a)
-                        if fabs(d) > max_abs:
-                            max_abs = fabs(d)
-                        if fabs(a - d) > max_asym:
-                            max_asym = fabs(a - d)
-                    if not finite:
-                        break
-                i0 = i1
-            j0 = j1
-    if not finite:
+        tiles_start(&t, K.shape[0], tile)
+        while nonfinite == 0.0 and tiles_next(&t):
+            for j in range(t.j0, t.j1):
+                for i in range(t.i0 if t.i0 > j else j, t.i1):
+                    a = K[i, j]
+                    d = K[j, i]
+                    # 0 * x is 0 for finite x and NaN for NaN or infinity.
+                    nonfinite += 0.0 * a + 0.0 * d
+                    e = fabs(a - d)
+                    a = fabs(a)
+                    d = fabs(d)
+                    max_abs = a if a > max_abs else max_abs
+                    max_abs = d if d > max_abs else max_abs
+                    max_asym = e if e > max_asym else max_asym
+    if nonfinite != 0.0:
         return False, 0.0, 0.0
     return True, max_abs, max_asym

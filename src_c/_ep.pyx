@@ -30,16 +30,17 @@
 
 from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
+from posix.stdlib cimport posix_memalign
 from libc.string cimport memcpy
 
 import numpy as np
 
 from scipy.linalg.cython_blas cimport (dsyr, dtrmm, dsyrk, dtrmv, dsymm, dtrsm, dgemv, ssymv,
                                       ssyrk)
-from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum
+from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
-from _blas cimport (chol_lower, chol_site_matrix, chol_solve_lower, fill_site_dK,
-                   scale_site_inverse, symv_lower)
+from _blas cimport (Tiles, chol_lower, chol_site_matrix, chol_solve_lower, fill_site_dK,
+                   scale_site_inverse, symv_lower, tiles_next, tiles_start)
 from _lik cimport Quad, lik_gauss_moments
 
 
@@ -180,6 +181,42 @@ cdef int _factorise(const double* K, const double* tau, double* S, double* L,
     return _neg_factor(K, Linv, S, tau, n, ng)
 
 
+cdef int _factorise_single(const double* K, const double* tau, double* S, double* L,
+                           double* Linv, float* F, int n, Neg* ng) noexcept nogil:
+    """``_factorise`` in single precision, for a factorisation whose marginals only
+    steer the next step (see ``ep_run``): B = I + S K S, its Cholesky factor and
+    L^{-1} computed in F (n x n, where L^{-1} stays for ``_linearisation``) with
+    spotrf and strtri, then L^{-1} copied to Linv and diag(L) to L (for log|B|) in
+    double; the rest of L is not written.  The marginals computed from it carry
+    relative errors of about 1e-7 (B^{-1})_ii / (1 - (B^{-1})_ii), growing with the
+    condition number of B.  Only without negative sites.  Returns ST_OK, or ST_NOT_PD when a site precision is negative or
+    B is not positive definite in single precision (the caller then factorises in
+    double)."""
+    cdef char uplo = b'L'
+    cdef char diag = b'N'
+    cdef int i, j, info = 0
+    for i in range(n):
+        if tau[i] < 0.0:
+            return ST_NOT_PD
+        S[i] = sqrt(tau[i])
+    for j in range(n):
+        for i in range(j, n):
+            F[i + j * n] = <float> (S[i] * K[i + j * n] * S[j])
+        F[j + j * n] += 1.0
+    spotrf(&uplo, &n, F, &n, &info)
+    if info != 0:
+        return ST_NOT_PD
+    for j in range(n):
+        L[j + j * n] = F[j + j * n]
+    strtri(&uplo, &diag, &n, F, &n, &info)
+    if info != 0:
+        return ST_NOT_PD
+    for j in range(n):
+        for i in range(j, n):
+            Linv[i + j * n] = F[i + j * n]
+    return _neg_factor(K, Linv, S, tau, n, ng)
+
+
 cdef void _trmv(const double* Linv, int n, double* x, bint transpose) noexcept nogil:
     """x <- Linv x  (or Linv' x)."""
     cdef char uplo = b'L'
@@ -207,9 +244,11 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
                               int n, double* var, int* idx, double* block,
                               int nb) noexcept nogil:
     """var_i = Sigma_ii.  With q_i = 1 - (B^{-1})_ii = tau_i Sigma_ii, var_i = q_i/tau_i
-    when q_i is not small (no cancellation).  The other sites (small site precision:
-    well-classified points) use K_ii - |L^{-1} S K e_i|^2, computed nb columns at a
-    time with one triangular matrix product (level-3 BLAS) per block."""
+    when q_i > 1e-5: (B^{-1})_ii, a sum of n squares, carries a rounding error of
+    about sqrt(n) 1e-16, so var_i is then accurate to about 5e-10 at n = 2000.  The
+    other sites (small site precision: well-classified points) use
+    K_ii - |L^{-1} S K e_i|^2, computed nb columns at a time with one triangular
+    matrix product (level-3 BLAS) per block."""
     cdef char side = b'L'
     cdef char uplo = b'L'
     cdef char trans = b'N'
@@ -222,7 +261,7 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
         for k in range(i, n):
             binv += Linv[k + i * n] * Linv[k + i * n]
         q = 1.0 - binv
-        if S[i] > 0.0 and q > 1e-4:
+        if S[i] > 0.0 and q > 1e-5:
             var[i] = q / (S[i] * S[i])
         else:
             idx[m] = i
@@ -371,38 +410,35 @@ cdef void _tiled_pass(float* M, const double* S, int n, bint scale,
     """Over the strictly lower triangle of M: with ``scale``, M_ij <- -M_ij / (s_i s_j)
     (0 where s_i s_j < 1e-6); with ``square``, write M_ij^2 to the upper triangle and
     zero the diagonal.  Tiles keep the transposed writes in cache."""
-    cdef int i, j, i0, j0 = 0, i1, j1, tile = 64
+    cdef int i, j
     cdef double sij, v
-    while j0 < n:
-        j1 = j0 + tile if j0 + tile < n else n
-        i0 = j0
-        while i0 < n:
-            i1 = i0 + tile if i0 + tile < n else n
-            for j in range(j0, j1):
-                for i in range(i0 if i0 > j + 1 else j + 1, i1):
-                    v = M[i + j * n]
-                    if scale:
-                        sij = S[i] * S[j]
-                        v = -v / sij if sij >= 1e-6 else 0.0
-                        M[i + j * n] = <float> v
-                    if square:
-                        M[j + i * n] = <float> (v * v)
-            i0 = i1
-        if square:
-            for j in range(j0, j1):
-                M[j + j * n] = 0.0
-        j0 = j1
+    cdef Tiles t
+    tiles_start(&t, n, 64)
+    while tiles_next(&t):
+        for j in range(t.j0, t.j1):
+            for i in range(t.i0 if t.i0 > j + 1 else j + 1, t.i1):
+                v = M[i + j * n]
+                if scale:
+                    sij = S[i] * S[j]
+                    v = -v / sij if sij >= 1e-6 else 0.0
+                    M[i + j * n] = <float> v
+                if square:
+                    M[j + i * n] = <float> (v * v)
+    if square:
+        for j in range(n):
+            M[j + j * n] = 0.0
 
 
 cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
-                        const Neg* ng) noexcept nogil:
+                        const Neg* ng, bint have_float) noexcept nogil:
     """The first-order model of the marginals around the current sites, in single
     precision, from the factorisation's L^{-1} (lower, unchanged): off-diagonal
     posterior covariances in the strictly lower triangle of M, their squares in the
     strictly upper triangle (so that symv with uplo L / U gives Sigma x and
     (Sigma o Sigma) x without the diagonal), zero diagonal.  Sigma_+ off the
     diagonal is -(B^{-1})_ij / (s_i s_j), set to 0 where s_i s_j < 1e-6 (rounding
-    would dominate); negative sites' rows are G, and W W' is added.
+    would dominate); negative sites' rows are G, and W W' is added.  With
+    ``have_float``, M already holds L^{-1} in single precision (``_factorise_single``).
 
     Single precision halves the cost of B^{-1} = L^{-T} L^{-1} (slauum) and the
     memory traffic of the cheap sweeps.  The model only steers those sweeps (the
@@ -414,9 +450,10 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
     cdef int i, j, c, m = ng.m, info = 0
     cdef float pone = 1.0
     cdef float *W32
-    for j in range(n):
-        for i in range(j, n):
-            M[i + j * n] = <float> Linv[i + j * n]
+    if not have_float:
+        for j in range(n):
+            for i in range(j, n):
+                M[i + j * n] = <float> Linv[i + j * n]
     slauum(&lo, &n, M, &n, &info)               # lower triangle: L^{-T} L^{-1} = B^{-1}
     if m == 0:
         _tiled_pass(M, S, n, True, True)
@@ -665,29 +702,40 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     marginals (see ``_linearised_sweeps``): quadratic convergence; after a step that
     fails to halve the residual it is suspended until plain sweeps have halved it.
     A parallel step whose negative site precisions make the posterior improper is
-    rejected and retried (see the header).
+    rejected and retried (see the header).  With ``accelerate``, the first
+    factorisation and those after a plain step from a residual above 0.01 (until
+    the residual first fails to fall) are done in single precision (``_factorise_single``, half the cost) when no site
+    precision is negative: their marginals only steer a step whose result is far
+    from converged.  One whose residual comes out below sqrt(10 tol), or that is the
+    last allowed, fails, or gives improper marginals, is redone in double, so
+    convergence, the evidence and the gradient always come from a double-precision
+    factorisation.
 
     ``Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the final
     sites for the gradient, or a 0 x 0 array.
 
     Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts,
-    n_inner, Q) where counts = (skipped_cavity, clipped_site, nonfinite,
+    n_inner, n_single, Q) where counts = (skipped_cavity, clipped_site, nonfinite,
     bad_cavity_at_end, clipped_in_last_sweep, rejected_steps), n_inner the number of
-    linearised sweeps and Q the n x m correction of the m negative sites at the end
-    (R = S B^{-1} S - Q Q').  n_sweeps counts the sweeps followed by a factorisation.
-    On return L = chol(B), S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean
-    weights), mu and var the marginal means and variances at the final sites.
+    linearised sweeps, n_single the number of single-precision factorisations and
+    Q the n x m correction of the m negative sites at the end (R = S B^{-1} S - Q Q').
+    n_sweeps counts the sweeps followed by a factorisation.  On return L = chol(B),
+    S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean weights), mu and var the
+    marginal means and variances at the final sites.
     """
     cdef int n = K.shape[0]
     cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0, n_inner = 0
     cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0, n_clip_last = 0, n_reject = 0
-    cdef int n_neg = 0, n_improper = 0
+    cdef int n_neg = 0, n_improper = 0, n_single = 0, attempt
     cdef int counts[3]
     cdef bint converged = False, accel_used = False, clip = False
+    cdef bint single = False, prev_single = False, use_single, single_ok = True
+    cdef double keep_single = sqrt(10.0 * tol)
     cdef double accel_below = 0.1, damping0 = damping
     cdef double logz = 0.0, logz_old = INFINITY, change, change_old = INFINITY, dlik0 = 0.0
     cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
     cdef double *Linv = NULL
+    cdef double *own_linv = NULL
     cdef float *M32 = NULL
     cdef double *Sigma = NULL
     cdef double *V = NULL
@@ -729,15 +777,19 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     if quad_x.shape[0] != quad_logw.shape[0]:
         raise ValueError("quadrature nodes and weights differ in length.")
     if n == 0:
-        return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0,
+        return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0,
                 np.zeros((0, 0), order="F"))
     quad.n = quad_x.shape[0]
     quad.x = &quad_x[0] if quad.n > 0 else NULL
     quad.logw = &quad_logw[0] if quad.n > 0 else NULL
-    Linv = <double*> malloc(n * n * sizeof(double))
+    # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
+    if not want_binv:
+        own_linv = <double*> malloc(n * n * sizeof(double))
+    Linv = own_linv if not want_binv else &Binv[0, 0]
     work = <double*> malloc((17 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
     if parallel and accelerate:
-        M32 = <float*> malloc(n * n * sizeof(float))
+        if posix_memalign(<void**> &M32, 64, n * n * sizeof(float)) != 0:
+            M32 = NULL
     block = <double*> malloc(n * nb * sizeof(double))
     idx = <int*> malloc(n * sizeof(int))
     if not parallel:
@@ -746,7 +798,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     if _neg_init(&ng, n) != 0 or Linv == NULL or work == NULL or block == NULL \
             or idx == NULL or (not parallel and (Sigma == NULL or V == NULL)) \
             or (parallel and accelerate and M32 == NULL):
-        free(Linv); free(M32); free(work); free(Sigma); free(V); free(block); free(idx)
+        free(own_linv); free(M32); free(work); free(Sigma); free(V); free(block); free(idx)
         _neg_free(&ng)
         raise MemoryError()
     col = work; t = work + n; w = work + 2 * n; tau_old = work + 3 * n; nu_old = work + 4 * n
@@ -754,9 +806,16 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     var_old = work + 7 * n; mu_old = work + 8 * n
     try:
         with nogil:
-            # Marginals at the starting sites.  Negative precisions of a warm start
-            # that make the posterior improper under this K are dropped.
-            status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+            # Marginals at the starting sites (accelerated parallel EP: in single
+            # precision first).  Negative precisions of a warm start that make the
+            # posterior improper under this K are dropped.
+            single = M32 != NULL and \
+                _factorise_single(Kp, taup, &S[0], Lp, Linv, M32, n, &ng) == ST_OK
+            if single:
+                status = ST_OK
+                n_single += 1
+            else:
+                status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
             if status == ST_IMPROPER:
                 n_reject += 1
                 for i in range(n):
@@ -772,6 +831,20 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 counts[0] = 0; counts[1] = 0; counts[2] = 0
                 change = _propose(lik, y, taup, nup, &var[0], &mu[0], parp, &quad, n,
                                   False, tnew, nnew, counts)
+                if single and not (isfinite(change) and change >= keep_single
+                                   and sweep < max_sweeps):
+                    # A single-precision factorisation only steers steps that leave a
+                    # residual far above its rounding: near convergence, at the last
+                    # sweep or with a nonfinite proposal it is redone in double.
+                    single = False
+                    status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                    if status != ST_OK:
+                        break
+                    _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
+                               idx, block, nb, Sigma, V, &ng)
+                    logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp,
+                                         ng.logdet, parp, &quad, n, &dlik0, &n_bad)
+                    continue
                 n_skip += counts[0]
                 n_clip += counts[1]
                 n_nonfinite += counts[2]
@@ -783,7 +856,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     # factorisation: the caller retries with jitter on K.
                     status = ST_NOT_PD
                     break
-                if change <= tol and (sweep == 0 or
+                if change <= tol and (sweep == 0 or prev_single or
                                       fabs(logz - logz_old) <= tol * (1.0 + fabs(logz))):
                     converged = True
                     break
@@ -813,12 +886,20 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 memcpy(mu_old, &mu[0], n * sizeof(double))
                 n_improper = counts[0]
                 clip = False
+                prev_single = single
+                # Single precision after a plain step from far off (the next residual
+                # stays far above its rounding), as long as the residual has fallen at
+                # every step: its rounding must not be what keeps it up.
+                single_ok = single_ok and (sweep == 0 or change < change_old)
+                use_single = M32 != NULL and single_ok and not accel_used \
+                    and change > 0.01
                 while True:
                     for i in range(n):
                         taup[i] = tau_old[i] + damping * (tnew[i] - tau_old[i])
                         nup[i] = nu_old[i] + damping * (nnew[i] - nu_old[i])
                     if accel_used:
-                        if _linearisation(Linv, M32, &S[0], n, &ng) != ST_OK:
+                        if _linearisation(Linv, M32, &S[0], n, &ng,
+                                          prev_single) != ST_OK:
                             status = ST_NOMEM
                             break
                         n_inner += 1 + _linearised_sweeps(
@@ -826,13 +907,26 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                             parp, &quad, n, damping,
                             0.01 * (tol if tol > change * change else change * change),
                             49, work + 9 * n)
-                    status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
-                    if status == ST_OK:
-                        _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
-                                   w, idx, block, nb, Sigma, V, &ng)
-                        if clip or _n_improper_cavities(taup, &var[0], n) <= n_improper:
+                    for attempt in range(2):
+                        # A single-precision factorisation that fails, or whose
+                        # marginals look improper, is redone in double.
+                        single = use_single and attempt == 0
+                        if single:
+                            status = _factorise_single(Kp, taup, &S[0], Lp, Linv, M32,
+                                                       n, &ng)
+                        else:
+                            status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                        if status == ST_OK:
+                            _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0],
+                                       t, w, idx, block, nb, Sigma, V, &ng)
+                            if clip or _n_improper_cavities(taup, &var[0], n) \
+                                    <= n_improper:
+                                break
+                            status = ST_IMPROPER
+                        if not single:
                             break
-                        status = ST_IMPROPER
+                    if status == ST_OK:
+                        n_single += single
                     if status != ST_IMPROPER:
                         break
                     # The step made the posterior, or a cavity, improper: retry it
@@ -949,8 +1043,6 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     break
             if status == ST_OK and want_binv:
                 # B^{-1} = L^{-T} L^{-1} from the final factorisation's inverse factor.
-                for j in range(n):
-                    memcpy(&Binv[j, j], &Linv[j + j * n], (n - j) * sizeof(double))
                 dlauum(&uplo, &n, &Binv[0, 0], &n, &info)
         if status == ST_NOMEM:
             raise MemoryError()
@@ -958,10 +1050,11 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         for k in range(Q.shape[1]):
             Q[:, k] = <double[:n]> (ng.Q + k * n)
     finally:
-        free(Linv); free(M32); free(work); free(Sigma); free(V); free(block); free(idx)
+        free(own_linv); free(M32); free(work); free(Sigma); free(V); free(block); free(idx)
         _neg_free(&ng)
     return (status, sweep, bool(converged), logz, dlik0, damping,
-            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject), n_inner, Q)
+            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject), n_inner,
+            n_single, Q)
 
 
 def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,

@@ -6,12 +6,18 @@
 # dsyrk on the lower triangle and a single tiled pass turns it into the distances (or
 # the squared-exponential values) and mirrors them, so the result is exactly
 # symmetric and costs about a third of a Cholesky of the same size at n = 2000.
+#
+# The length-scale gradients of the same kernels contract dK with K and the squared
+# coordinate differences; ``weighted_sqdist_sum`` does that with one tiled pass and one
+# dsymm (about a tenth of a Cholesky at n = 2000, d = 8).
 
 from libc.math cimport exp
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport dsyrk
+from scipy.linalg.cython_blas cimport dsymm, dsyrk
+
+from _blas cimport Tiles, tiles_next, tiles_start
 
 
 def sym_stationary(const double[:, ::1] Z, double variance, bint se):
@@ -37,7 +43,8 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
            [-4.5, -2. ,  0. ]])
     """
     cdef int n = Z.shape[0], d = Z.shape[1]
-    cdef int i, j, k, i0, j0, i1, j1, tile = 64
+    cdef int i, j, k
+    cdef Tiles t
     cdef double v, zero = 0.0, one = 1.0
     cdef char lo = b'L'
     cdef char tr = b'T'
@@ -59,23 +66,80 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
             for j in range(n):
                 for i in range(j, n):
                     K[i, j] = 0.0
-        j0 = 0
-        while j0 < n:
-            j1 = j0 + tile if j0 + tile < n else n
-            i0 = j0
-            while i0 < n:
-                i1 = i0 + tile if i0 + tile < n else n
-                for j in range(j0, j1):
-                    for i in range(i0 if i0 > j + 1 else j + 1, i1):
-                        v = K[i, j] - (h[i] + h[j])
-                        if v > 0.0:
-                            v = 0.0
-                        if se:
-                            v = variance * exp(v)
-                        K[i, j] = v
-                        K[j, i] = v
-                i0 = i1
-            for j in range(j0, j1):
-                K[j, j] = variance if se else 0.0
-            j0 = j1
+        tiles_start(&t, n, 64)
+        while tiles_next(&t):
+            for j in range(t.j0, t.j1):
+                for i in range(t.i0 if t.i0 > j + 1 else j + 1, t.i1):
+                    v = K[i, j] - (h[i] + h[j])
+                    if v > 0.0:
+                        v = 0.0
+                    if se:
+                        v = variance * exp(v)
+                    K[i, j] = v
+                    K[j, i] = v
+        for j in range(n):
+            K[j, j] = variance if se else 0.0
     return out
+
+
+def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z):
+    """``g_k = sum_ij W_ij (z_ik - z_jk)^2`` for every column k of Z, and ``sum(W)``.
+
+    The contraction behind every stationary kernel's length-scale gradient.  With
+    the pair weights ``m_ij = W_ij + W_ji`` (so W need not be symmetric) and their
+    row sums ``r``, ``g_k = sum_i z_ik (r_i z_ik - (M Z)_ik)``: one tiled pass over W
+    (which is scratch: its strictly lower triangle receives M, its diagonal zeros)
+    and one BLAS ``dsymm``.  Pairs on the diagonal contribute exactly zero and are
+    left out, which avoids the largest cancellation.
+
+    Returns ``(g, total)``: g of length d, total = sum(W).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._kern import weighted_sqdist_sum
+    >>> Z = np.array([[0.0, 1.0], [2.0, 0.0]])
+    >>> W = np.asfortranarray([[5.0, 1.0], [3.0, 7.0]])
+    >>> weighted_sqdist_sum(W, Z)   # (1 + 3) * (2^2, 1^2), 1 + 3 + 5 + 7
+    (array([16.,  4.]), 16.0)
+    """
+    cdef int n = W.shape[0], d = Z.shape[1]
+    cdef int i, j, k
+    cdef Tiles t
+    cdef double m, total = 0.0, acc, zik, one = 1.0, zero = 0.0
+    cdef char left = b'L'
+    cdef char lo = b'L'
+    if W.shape[1] != n or Z.shape[0] != n:
+        raise ValueError("weighted_sqdist_sum: W must be n x n and Z n x d.")
+    g = np.zeros(d)
+    if n == 0:
+        return g, 0.0
+    cdef double[::1] r = np.zeros(n)
+    cdef double[::1] gv = g
+    cdef double[::1, :] Zf = np.asfortranarray(Z)
+    cdef double[::1, :] MZ = np.empty((n, d), order="F")
+    with nogil:
+        tiles_start(&t, n, 64)
+        while tiles_next(&t):
+            for j in range(t.j0, t.j1):
+                acc = 0.0
+                for i in range(t.i0 if t.i0 > j + 1 else j + 1, t.i1):
+                    m = W[i, j] + W[j, i]
+                    W[i, j] = m
+                    r[i] += m
+                    acc += m
+                r[j] += acc
+                total += acc
+        for j in range(n):
+            total += W[j, j]
+            W[j, j] = 0.0
+        if d > 0:
+            dsymm(&left, &lo, &n, &d, &one, &W[0, 0], &n, &Zf[0, 0], &n, &zero,
+                  &MZ[0, 0], &n)
+        for k in range(d):
+            acc = 0.0
+            for i in range(n):
+                zik = Zf[i, k]
+                acc += zik * (r[i] * zik - MZ[i, k])
+            gv[k] = acc
+    return g, total

@@ -373,6 +373,25 @@ def test_compiled_symmetric_matrix_matches_direct_formula(n, d):
     np.testing.assert_array_equal(np.diag(K), 1.7)
 
 
+@pytest.mark.parametrize("n, d", [(0, 2), (1, 3), (64, 2), (65, 1), (130, 5), (20, 0)])
+def test_compiled_weighted_sqdist_sum_matches_pairwise_sum(n, d):
+    # The one-pass contraction behind the length-scale gradients, against the
+    # (n, n, d) tensor of squared differences; W is not symmetric, and is scratch.
+    from gpc._kern import weighted_sqdist_sum
+
+    rng = np.random.default_rng(7 * n + d)
+    Z = rng.normal(size=(n, d))
+    W = rng.normal(size=(n, n))
+    direct = np.einsum("ij,ijk->k", W, (Z[:, None, :] - Z[None, :, :]) ** 2)
+    g, total = weighted_sqdist_sum(np.array(W, order="F"), Z)
+    assert g.shape == (d,)
+    scale = np.abs(W).sum() * max(1.0, (Z ** 2).max(initial=0.0))
+    np.testing.assert_allclose(g, direct, rtol=0, atol=1e-13 * scale)
+    assert total == pytest.approx(W.sum(), rel=1e-13, abs=1e-13 * np.abs(W).sum())
+    with pytest.raises(ValueError, match="n x n"):
+        weighted_sqdist_sum(np.zeros((n + 1, n + 1), order="F"), Z)
+
+
 @pytest.mark.parametrize("case", sorted(GPC_CASES))
 def test_cross_covariance_consistent_with_blocks(case):
     kernel, X = GPC_CASES[case]()

@@ -154,7 +154,8 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         tau, nu = tau0.copy(), nu0.copy()
         L = np.zeros((n, n), order="F")
         b, S, mu, var = (np.empty(n) for _ in range(4))
-        Binv = np.zeros((n, n) if compute_gradient else (0, 0), order="F")
+        # Holds L^{-1} and then B^{-1} (lower triangle), made into dK: all written.
+        Binv = np.empty((n, n) if compute_gradient else (0, 0), order="F")
         out = _ep.ep_run(Kj, y, likelihood.code, par, qx, qw, tau, nu, L, b, S, mu, var,
                          parallel, orders, damping, float(min_damping), float(tol),
                          max_sweeps, bool(accelerate), Binv)
@@ -166,7 +167,8 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         return Kj, tau, nu, L, b, S, mu, var, Binv, out
 
     (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter = with_jitter(K, attempt)
-    _, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner, Q = out
+    (_, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner,
+     n_single, Q) = out
     n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject = counts
     if not converged:
         warnings.warn(f"EP did not converge in {n_sweeps} sweeps (max_sweeps="
@@ -198,6 +200,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         state={"tau": tau, "nu": nu},
         info={"method": "ep", "updates": updates, "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
+              "n_single_precision": n_single,
               "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
