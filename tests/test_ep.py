@@ -476,6 +476,10 @@ def test_chord_acceleration_converges_quadratically_from_a_warm_start(lik):
     assert fast.info["n_linearised_sweeps"] > 0
     assert plain.info["n_linearised_sweeps"] == 0
     assert fast.info["n_sweeps"] <= 3 < plain.info["n_sweeps"]
+    # Only the first factorisation is in single precision (its marginals steer the
+    # first chord step); without acceleration none is.
+    assert fast.info["n_single_precision"] == 1
+    assert plain.info["n_single_precision"] == 0
     for key in ("tau", "nu"):
         np.testing.assert_allclose(fast.state[key], plain.state[key], rtol=1e-7,
                                    atol=1e-9)
@@ -492,6 +496,25 @@ def test_chord_acceleration_converges_quadratically_from_a_warm_start(lik):
     assert len(errs) >= 2 and errs[0] > 1e-4
     for e0, e1 in zip(errs, errs[1:]):
         assert e1 <= max(10.0 * e0 * e0, 1e-10), errs
+
+
+@pytest.mark.parametrize("lik", ["probit", "noisy_threshold"])
+def test_start_at_the_fixed_point_is_redone_in_double_precision(lik):
+    # The first factorisation of an accelerated parallel run is in single precision
+    # unless a site precision is negative (noisy threshold here); started at the
+    # fixed point its residual is tiny, so it is redone in double and the run stops
+    # at once with the converged evidence and gradient.
+    X, y = data(50, 8, d=2)
+    K = se(X, 0.8, 3.0)
+    ref = ep(K, y, lik, updates="parallel", tol=1e-10)
+    again = ep(K, y, lik, updates="parallel", tol=1e-10, init=ref.state)
+    assert again.info["converged"] and again.info["n_sweeps"] == 0
+    negative = bool((ref.state["tau"] < 0).any())
+    assert negative == (lik == "noisy_threshold")
+    assert again.info["n_single_precision"] == (0 if negative else 1)
+    assert again.log_evidence == pytest.approx(ref.log_evidence, abs=1e-10)
+    np.testing.assert_allclose(again.dK, ref.dK, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(again.info["var"], ref.info["var"], rtol=1e-9)
 
 
 def test_unusable_init_is_ignored():

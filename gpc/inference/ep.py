@@ -71,14 +71,21 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         cheap sweeps are Anderson-accelerated (the last 5 steps mixed), so they also
         converge where plain sweeps contract slowly.
         Suspended, after a step that fails to halve the residual, until plain
-        sweeps have halved it.
+        sweeps have halved it.  Factorisations whose marginals only steer a step
+        from far off (the first one, and those after plain steps from a residual
+        above 0.01 while the residual keeps falling) are done in single precision
+        (half the cost) when no site precision is negative; one whose residual
+        comes out below ``sqrt(10 tol)``, the last allowed, or one that fails, is
+        redone in double, so convergence, the evidence and the gradient always come
+        from a double-precision factorisation.
 
     Returns
     -------
     InferenceResult
         ``state = {"tau", "nu"}``; ``info`` holds ``n_sweeps`` (sweeps followed by
         a factorisation), ``n_linearised_sweeps`` (the cheap sweeps of
-        ``accelerate``), ``converged``,
+        ``accelerate``), ``n_single_precision`` (factorisations done in single
+        precision, including any redone in double), ``converged``,
         ``damping`` (final), ``n_negative`` (sites with negative precision at the
         end) and the counts of the improper-update policy (see Notes):
         ``n_skipped`` (site left unchanged), ``n_clipped`` (site precision clipped
