@@ -66,10 +66,12 @@ def bench_evaluations(sizes, repeat):
         y = 2.0 * y01 - 1.0
         kernel = _kernel()
         moved = _moved(kernel)
-        t_chol = cholesky_time(kernel(X), repeat)
+        # Parallel evaluations take about a second: best of 3x as many runs (and as
+        # many Choleskys), as single runs on 2 shared cores vary by 15%.
+        t_chol = cholesky_time(kernel(X), 3 * repeat)
         t_r1 = min(_rank_one_updates(n) for _ in range(2))
         for updates in ("parallel", "sequential"):
-            reps = repeat if (updates == "parallel" or n <= 1000) else 1
+            reps = 3 * repeat if updates == "parallel" else (repeat if n <= 1000 else 1)
             t_cold, cold = best_of(lambda: _evaluation(kernel, X, y, updates), reps)
             t_warm, warm = best_of(lambda: _evaluation(moved, X, y, updates, cold.state),
                                    reps)
