@@ -69,6 +69,13 @@ cdef struct Neg:
     double logdet   # log |C| / 2
 
 
+cdef struct Model:
+    # The likelihood and how sites are fitted to it.
+    int lik             # LIK_* code
+    const double* par   # its parameters (or NULL)
+    const Quad* quad    # its quadrature rule (logit moments)
+
+
 cdef int _neg_init(Neg* ng, int n) noexcept nogil:
     ng.m = 0
     ng.cap = 0
@@ -189,9 +196,9 @@ cdef int _factorise_single(const double* K, const double* tau, double* S, double
     spotrf and strtri, then L^{-1} copied to Linv and diag(L) to L (for log|B|) in
     double; the rest of L is not written.  The marginals computed from it carry
     relative errors of about 1e-7 (B^{-1})_ii / (1 - (B^{-1})_ii), growing with the
-    condition number of B.  Only without negative sites.  Returns ST_OK, or ST_NOT_PD when a site precision is negative or
-    B is not positive definite in single precision (the caller then factorises in
-    double)."""
+    condition number of B.  Only without negative sites.  Returns ST_OK, or
+    ST_NOT_PD when a site precision is negative or B is not positive definite in
+    single precision (the caller then factorises in double)."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int i, j, info = 0
@@ -342,10 +349,10 @@ cdef void _marginals(const double* K, const double* Linv, const double* S,
         dgemv(&notr, &n, &m, &pone, ng.Q, &n, t, &one, &pone, bvec, &one)
 
 
-cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
-                              double var_i, double mu_i, const double* par,
-                              const Quad* quad, double damping, bint clip,
-                              double* tau_new, double* nu_new, int* flags) noexcept nogil:
+cdef inline void _site_update(const Model* md, double yi, double tau_i,
+                              double nu_i, double var_i, double mu_i, double damping,
+                              bint clip, double* tau_new, double* nu_new,
+                              int* flags) noexcept nogil:
     """One EP site update from the marginal (var_i, mu_i).  flags: bit 0 = skipped
     (improper cavity), bit 1 = clipped (tilted variance rounded to <= 0, or, with
     ``clip``, a negative site precision), bit 2 = non-finite moments (skipped)."""
@@ -360,7 +367,7 @@ cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
         return
     v_cav = 1.0 / tau_cav
     m_cav = nu_cav * v_cav
-    lik_gauss_moments(lik, yi, m_cav, v_cav, par, quad, &logZ, &d1, &d2, &dpar)
+    lik_gauss_moments(md.lik, yi, m_cav, v_cav, md.par, md.quad, &logZ, &d1, &d2, &dpar)
     if not (isfinite(d1) and isfinite(d2)):
         tau_new[0] = tau_i
         nu_new[0] = nu_i
@@ -378,18 +385,17 @@ cdef inline void _site_update(int lik, double yi, double tau_i, double nu_i,
     nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
 
 
-cdef double _propose(int lik, const double[::1] y, const double* tau, const double* nu,
-                     const double* var, const double* mu, const double* par,
-                     const Quad* quad, int n, bint clip, double* tnew, double* nnew,
-                     int* counts) noexcept nogil:
+cdef double _propose(const Model* md, const double[::1] y, const double* tau,
+                     const double* nu, const double* var, const double* mu, int n,
+                     bint clip, double* tnew, double* nnew, int* counts) noexcept nogil:
     """Undamped EP updates of every site from the marginals (var, mu) into (tnew,
     nnew); counts[0..2] += skipped, clipped, non-finite.  Returns the residual: the
     largest change of a site parameter relative to 1 + |new value| (NaN-propagating)."""
     cdef int i, flags
     cdef double change = 0.0
     for i in range(n):
-        _site_update(lik, y[i], tau[i], nu[i], var[i], mu[i], par, quad, 1.0, clip,
-                     &tnew[i], &nnew[i], &flags)
+        _site_update(md, y[i], tau[i], nu[i], var[i], mu[i], 1.0, clip, &tnew[i],
+                     &nnew[i], &flags)
         counts[0] += flags & 1
         counts[1] += (flags >> 1) & 1
         counts[2] += (flags >> 2) & 1
@@ -510,11 +516,11 @@ cdef bint _anderson_weights(const double* dF, const double* f, int m2, int mk,
     return chol_solve_lower(A, mk, gamma, 1) == 0
 
 
-cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* nu,
-                            const double* tau0, const double* nu0, const float* M,
-                            const double* var0, const double* mu0, const double* par,
-                            const Quad* quad, int n, double damping, double inner_tol,
-                            int max_inner, double* work) noexcept nogil:
+cdef int _linearised_sweeps(const Model* md, const double[::1] y, double* tau,
+                            double* nu, const double* tau0, const double* nu0,
+                            const float* M, const double* var0, const double* mu0,
+                            int n, double damping, double inner_tol, int max_inner,
+                            double* work) noexcept nogil:
     """Parallel EP sweeps, after the exact one that moved the sites from (tau0, nu0)
     to (tau, nu), on the marginals linearised at (tau0, nu0) where var0, mu0 are
     exact:  var ~ var0 - (Sigma o Sigma) dtau,  mu ~ mu0 + Sigma (dnu -
@@ -566,8 +572,7 @@ cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* n
                 usable = False
         if usable:
             counts[0] = 0; counts[1] = 0; counts[2] = 0
-            change = _propose(lik, y, tau, nu, var, mu, par, quad, n, False, tnew, nnew,
-                              counts)
+            change = _propose(md, y, tau, nu, var, mu, n, False, tnew, nnew, counts)
             usable = isfinite(change) and counts[2] == 0
         if not usable:
             if not mixed:
@@ -623,10 +628,10 @@ cdef int _linearised_sweeps(int lik, const double[::1] y, double* tau, double* n
     return max_inner
 
 
-cdef double _log_evidence(int lik, const double[::1] y, const double* tau,
+cdef double _log_evidence(const Model* md, const double[::1] y, const double* tau,
                           const double* nu, const double* var, const double* mu,
-                          const double* L, double logdet_c, const double* par,
-                          const Quad* quad, int n, double* dlik, int* n_bad) noexcept nogil:
+                          const double* L, double logdet_c, int n, double* dlik,
+                          int* n_bad) noexcept nogil:
     """EP log evidence at the current sites (GPML's arrangement of R&W eq. 3.65,
     zero prior mean; log|I + K T|/2 = sum log L_ii + logdet_c with the negative
     sites) and d log Z_EP / d par[0] = sum_i d log Z_i / d par[0] at the
@@ -644,8 +649,8 @@ cdef double _log_evidence(int lik, const double[::1] y, const double* tau,
         if not (tau_cav > 0.0):
             n_bad[0] += 1
             continue
-        lik_gauss_moments(lik, y[i], nu_cav / tau_cav, 1.0 / tau_cav, par, quad,
-                          &logZ, &d1, &d2, &dpar)
+        lik_gauss_moments(md.lik, y[i], nu_cav / tau_cav, 1.0 / tau_cav, md.par,
+                          md.quad, &logZ, &d1, &d2, &dpar)
         dlik[0] += dpar
         total += logZ
         total += 0.5 * nu_cav * (tau[i] / tau_cav * nu_cav - 2.0 * nu[i]) / (tau[i] + tau_cav)
@@ -704,12 +709,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     A parallel step whose negative site precisions make the posterior improper is
     rejected and retried (see the header).  With ``accelerate``, the first
     factorisation and those after a plain step from a residual above 0.01 (until
-    the residual first fails to fall) are done in single precision (``_factorise_single``, half the cost) when no site
-    precision is negative: their marginals only steer a step whose result is far
-    from converged.  One whose residual comes out below sqrt(10 tol), or that is the
-    last allowed, fails, or gives improper marginals, is redone in double, so
-    convergence, the evidence and the gradient always come from a double-precision
-    factorisation.
+    the residual first fails to fall) are done in single precision
+    (``_factorise_single``, half the cost) when no site precision is negative: their
+    marginals only steer a step whose result is far from converged.  One whose
+    residual comes out below sqrt(10 tol), or that is the last allowed, fails, or
+    gives improper marginals, is redone in double, so convergence, the evidence and
+    the gradient always come from a double-precision factorisation.
 
     ``Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the final
     sites for the gradient, or a 0 x 0 array.
@@ -758,6 +763,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double* nup = &nu[0]
     cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
     cdef Quad quad
+    cdef Model md
     cdef Neg ng
     cdef char uplo = b'L'
     cdef int one = 1, info = 0
@@ -782,6 +788,9 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     quad.n = quad_x.shape[0]
     quad.x = &quad_x[0] if quad.n > 0 else NULL
     quad.logw = &quad_logw[0] if quad.n > 0 else NULL
+    md.lik = lik
+    md.par = parp
+    md.quad = &quad
     # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
     if not want_binv:
         own_linv = <double*> malloc(n * n * sizeof(double))
@@ -825,12 +834,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
             if status == ST_OK:
                 _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
                            idx, block, nb, Sigma, V, &ng)
-                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
-                                     parp, &quad, n, &dlik0, &n_bad)
+                logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
+                                     n, &dlik0, &n_bad)
             while parallel and status == ST_OK:
                 counts[0] = 0; counts[1] = 0; counts[2] = 0
-                change = _propose(lik, y, taup, nup, &var[0], &mu[0], parp, &quad, n,
-                                  False, tnew, nnew, counts)
+                change = _propose(&md, y, taup, nup, &var[0], &mu[0], n, False, tnew,
+                                  nnew, counts)
                 if single and not (isfinite(change) and change >= keep_single
                                    and sweep < max_sweeps):
                     # A single-precision factorisation only steers steps that leave a
@@ -842,8 +851,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         break
                     _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
                                idx, block, nb, Sigma, V, &ng)
-                    logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp,
-                                         ng.logdet, parp, &quad, n, &dlik0, &n_bad)
+                    logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp,
+                                         ng.logdet, n, &dlik0, &n_bad)
                     continue
                 n_skip += counts[0]
                 n_clip += counts[1]
@@ -903,8 +912,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                             status = ST_NOMEM
                             break
                         n_inner += 1 + _linearised_sweeps(
-                            lik, y, taup, nup, tau_old, nu_old, M32, &var[0], &mu[0],
-                            parp, &quad, n, damping,
+                            &md, y, taup, nup, tau_old, nu_old, M32, &var[0], &mu[0],
+                            n, damping,
                             0.01 * (tol if tol > change * change else change * change),
                             49, work + 9 * n)
                     for attempt in range(2):
@@ -947,8 +956,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     elif not clip:
                         clip = True
                         counts[0] = 0; counts[1] = 0; counts[2] = 0
-                        _propose(lik, y, taup, nup, &var[0], &mu[0], parp, &quad, n,
-                                 True, tnew, nnew, counts)
+                        _propose(&md, y, taup, nup, &var[0], &mu[0], n, True, tnew,
+                                 nnew, counts)
                         n_clip += counts[1]
                         n_clip_last = counts[1]
                     else:
@@ -959,8 +968,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 change_old = change
                 sweep += 1
                 logz_old = logz
-                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
-                                     parp, &quad, n, &dlik0, &n_bad)
+                logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
+                                     n, &dlik0, &n_bad)
             while not parallel and status == ST_OK and sweep < max_sweeps:
                 memcpy(tau_old, taup, n * sizeof(double))
                 memcpy(nu_old, nup, n * sizeof(double))
@@ -979,8 +988,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         col[j] = Sigma[j + i * n]
                     clip = False
                     while True:
-                        _site_update(lik, y[i], taup[i], nup[i], sii, mui, parp,
-                                     &quad, damping, clip, &t_new, &n_new, &flags)
+                        _site_update(&md, y[i], taup[i], nup[i], sii, mui, damping,
+                                     clip, &t_new, &n_new, &flags)
                         dtau = t_new - taup[i]
                         dnu = n_new - nup[i]
                         # The rank-one update keeps Sigma positive definite even when
@@ -1036,8 +1045,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     status = ST_NONFINITE
                     break
                 logz_old = logz
-                logz = _log_evidence(lik, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
-                                     parp, &quad, n, &dlik0, &n_bad)
+                logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
+                                     n, &dlik0, &n_bad)
                 if change <= tol and fabs(logz - logz_old) <= tol * (1.0 + fabs(logz)):
                     converged = True
                     break
