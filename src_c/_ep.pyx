@@ -28,7 +28,7 @@
 #   negative proposals clipped (counted);
 # * a tilted variance that rounds to <= 0 is clipped the same way (counted).
 
-from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
+from libc.math cimport exp, fabs, log, sqrt, isfinite, INFINITY, M_PI
 from libc.stdlib cimport malloc, free
 from posix.stdlib cimport posix_memalign
 from libc.string cimport memcpy
@@ -41,7 +41,7 @@ from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
 from _blas cimport (Tiles, chol_lower, chol_site_matrix, chol_solve_lower, fill_site_dK,
                    scale_site_inverse, symv_lower, tiles_next, tiles_start)
-from _lik cimport Quad, lik_gauss_moments
+from _lik cimport LIK_GAUSSIAN, Quad, lik_derivs, lik_gauss_moments
 
 
 cdef enum:
@@ -69,11 +69,21 @@ cdef struct Neg:
     double logdet   # log |C| / 2
 
 
+cdef enum:
+    RULE_EP = 0         # sites by moment matching at the cavity (EP)
+    RULE_PL = 1         # sites by statistical linear regression at the marginal (PL)
+
+RULE_EXPECTATION_PROPAGATION = RULE_EP
+RULE_POSTERIOR_LINEARISATION = RULE_PL
+
+
 cdef struct Model:
     # The likelihood and how sites are fitted to it.
     int lik             # LIK_* code
     const double* par   # its parameters (or NULL)
     const Quad* quad    # its quadrature rule (logit moments)
+    int rule            # RULE_EP or RULE_PL
+    const Quad* evq     # PL: the Gauss-Hermite rule of the evidence correction
 
 
 cdef int _neg_init(Neg* ng, int n) noexcept nogil:
@@ -349,6 +359,45 @@ cdef void _marginals(const double* K, const double* Linv, const double* S,
         dgemv(&notr, &n, &m, &pone, ng.Q, &n, t, &one, &pone, bvec, &one)
 
 
+cdef inline bint _slr(const Model* md, double yi, double v, double m, double* tau,
+                      double* nu, double* lrho2, double* dneg, double* x) noexcept nogil:
+    """Posterior linearisation's site at the marginal N(f; m, v): the statistical
+    linear regression y ~ A f + b + e, e ~ N(0, Omega), of the label on f, as the
+    Gaussian site tau = A^2 / Omega, nu = A (y - b) / Omega.
+
+    Labels +-1 (conditional mean E[y|f] = 2 p(+1|f) - 1, variance 1 - E[y|f]^2):
+    with Z_s = E[p(s|f)] and d_s = d log Z_s / dm (the moments EP uses) for s = y and
+    -y, and x = -v d_y d_{-y} in [0, 1):  A = 2 y Z_y d_y,  y - b = 2 y Z_{-y}
+    (1 - m d_{-y}),  Omega = 4 Z_y Z_{-y} (1 - x) (the regression error: positive), so
+
+        tau = -d_y d_{-y} / (1 - x),   nu = d_y (1 - m d_{-y}) / (1 - x),
+
+    which involve no difference of nearly equal numbers and no division by a
+    vanishing Z or d.  Also returns lrho2 = log(Z_{-y} / Z_y) and dneg = d_{-y} (for
+    the evidence).  The Gaussian likelihood (conditional mean f, variance s2) gives
+    A = 1, b = 0, Omega = s2: the exact site.  Returns False where the moments are
+    not finite."""
+    cdef double lzy, lzn, dy, dn, d2, dpar
+    if md.lik == LIK_GAUSSIAN:
+        tau[0] = 1.0 / md.par[0]
+        nu[0] = yi / md.par[0]
+        lrho2[0] = 0.0
+        dneg[0] = 0.0
+        x[0] = 0.0
+        return True
+    lik_gauss_moments(md.lik, yi, m, v, md.par, md.quad, &lzy, &dy, &d2, &dpar)
+    lik_gauss_moments(md.lik, -yi, m, v, md.par, md.quad, &lzn, &dn, &d2, &dpar)
+    x[0] = -v * dy * dn
+    if not (isfinite(lzy) and isfinite(lzn) and isfinite(dy) and isfinite(dn)
+            and 0.0 <= x[0] < 1.0):
+        return False
+    tau[0] = -dy * dn / (1.0 - x[0])
+    nu[0] = dy * (1.0 - m * dn) / (1.0 - x[0])
+    lrho2[0] = lzn - lzy
+    dneg[0] = dn
+    return True
+
+
 cdef inline void _site_update(const Model* md, double yi, double tau_i,
                               double nu_i, double var_i, double mu_i, double damping,
                               bint clip, double* tau_new, double* nu_new,
@@ -360,6 +409,15 @@ cdef inline void _site_update(const Model* md, double yi, double tau_i,
     cdef double nu_cav = mu_i / var_i - nu_i
     cdef double v_cav, m_cav, logZ, d1, d2, dpar, denom, t_new, n_new
     flags[0] = 0
+    if md.rule == RULE_PL:
+        if not _slr(md, yi, var_i, mu_i, &t_new, &n_new, &d1, &d2, &dpar):
+            tau_new[0] = tau_i
+            nu_new[0] = nu_i
+            flags[0] = 4
+            return
+        tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
+        nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
+        return
     if not (tau_cav > 0.0) or not isfinite(tau_cav):
         tau_new[0] = tau_i
         nu_new[0] = nu_i
@@ -641,6 +699,8 @@ cdef double _log_evidence(const Model* md, const double[::1] y, const double* ta
     cdef double tau_cav, nu_cav, logZ, d1, d2, dpar, total = 0.0, nu_mu = 0.0
     dlik[0] = 0.0
     n_bad[0] = 0
+    if md.rule == RULE_PL:
+        return _pl_log_evidence(md, y, nu, var, mu, L, n, n_bad)
     for i in range(n):
         total -= log(L[i + i * n])
         nu_mu += nu[i] * mu[i]
@@ -657,6 +717,55 @@ cdef double _log_evidence(const Model* md, const double[::1] y, const double* ta
         total -= 0.5 * nu[i] * nu[i] / (tau_cav + tau[i])
         total += 0.5 * log(1.0 + tau[i] / tau_cav)
     return total + 0.5 * nu_mu - logdet_c
+
+
+cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double* nu,
+                             const double* var, const double* mu, const double* L,
+                             int n, int* n_bad) noexcept nogil:
+    """Posterior linearisation's log evidence (its paper, eq. 18-19): the exact
+    evidence of the linearised model times, for each label, the 1-D correction
+    E[p(y_i|f) / N(y_i; A_i f + b_i, Omega_i)] under the marginal N(mu_i, P_i),
+    by the Gauss-Hermite rule md.evq.  With the site form of the linearised model,
+
+      log Z_lin = -log|B|/2 + nu'mu/2 - sum_i [log(2 pi Omega_i) + (y_i - b_i)^2 / Omega_i] / 2,
+
+    and the log(2 pi Omega_i)/2 cancels against the correction's, leaving per label
+    -(y - b)^2 / (2 Omega) + log sum_k w_k p(y | f_k) exp(u_k^2 / 2) with f_k = mu +
+    sqrt(P) x_k and u_k = (y - b - A f_k) / sqrt(Omega); in the quantities of
+    ``_slr``, (y - b)^2 / Omega = rho^2 (1 - mu d_{-y})^2 / (1 - x) and
+    u_k^2 = rho^2 (1 + sqrt(P) d_{-y} x_k)^2 / (1 - x), rho^2 = Z_{-y} / Z_y.  When
+    x > 1/2 the integrand grows faster than the Gaussian weight decays and the
+    correction integral itself diverges; the rule's finite sum is then what the
+    paper's sigma-point estimate computes.  Labels whose SLR is not finite are left
+    out and counted in n_bad.  The Gaussian likelihood is linear: no correction."""
+    cdef int i, k
+    cdef double total = 0.0, t, v, lrho2, dn, x, rho2, sq, a, mx, acc, lp, g1, g2, g3
+    cdef const Quad* q = md.evq
+    n_bad[0] = 0
+    for i in range(n):
+        total += 0.5 * nu[i] * mu[i] - log(L[i + i * n])
+        if md.lik == LIK_GAUSSIAN:
+            total -= 0.5 * (log(2.0 * M_PI * md.par[0]) + y[i] * y[i] / md.par[0])
+            continue
+        if not _slr(md, y[i], var[i], mu[i], &t, &v, &lrho2, &dn, &x):
+            n_bad[0] += 1
+            continue
+        rho2 = exp(lrho2)
+        total -= 0.5 * rho2 * (1.0 - mu[i] * dn) * (1.0 - mu[i] * dn) / (1.0 - x)
+        sq = sqrt(var[i])
+        mx = -INFINITY                  # log-sum-exp in one pass
+        acc = 0.0
+        for k in range(q.n):
+            lik_derivs(md.lik, y[i], mu[i] + sq * q.x[k], md.par, &lp, &g1, &g2, &g3)
+            a = 1.0 + sq * dn * q.x[k]
+            a = q.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x)
+            if a > mx:
+                acc = acc * exp(mx - a) + 1.0
+                mx = a
+            elif a > -INFINITY:
+                acc += exp(a - mx)
+        total += mx + log(acc)
+    return total
 
 
 cdef int _n_improper_cavities(const double* tau, const double* var, int n) noexcept nogil:
@@ -688,8 +797,13 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
            double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
            double[::1] S, double[::1] mu, double[::1] var, bint parallel,
            const int[:, ::1] orders, double damping, double min_damping,
-           double tol, int max_sweeps, bint accelerate, double[::1, :] Binv):
-    """Run EP to convergence from the sites (tau, nu) given (updated in place).
+           double tol, int max_sweeps, bint accelerate, double[::1, :] Binv,
+           int rule, const double[::1] evq_x, const double[::1] evq_logw):
+    """Run EP (``rule`` RULE_EP) or posterior linearisation (RULE_PL: sites by
+    ``_slr`` at the marginals, log evidence by ``_pl_log_evidence`` with the
+    Gauss-Hermite rule ``evq``) to convergence from the sites (tau, nu) given
+    (updated in place).  Everything below holds for both; PL's site precisions are
+    never negative, so its posterior and cavities are always proper.
 
     Sequential updates visit the sites in ``orders[sweep]`` with rank-one updates of
     the full Sigma, which is recomputed from a fresh Cholesky after every sweep; they
@@ -762,7 +876,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double* taup = &tau[0]
     cdef double* nup = &nu[0]
     cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
-    cdef Quad quad
+    cdef Quad quad, evq
     cdef Model md
     cdef Neg ng
     cdef char uplo = b'L'
@@ -780,8 +894,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         raise ValueError("Binv must be n x n or 0 x 0.")
     if not parallel and (orders.shape[0] < max_sweeps or orders.shape[1] != n):
         raise ValueError("orders must have one permutation of range(n) per sweep.")
-    if quad_x.shape[0] != quad_logw.shape[0]:
+    if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
         raise ValueError("quadrature nodes and weights differ in length.")
+    if rule != RULE_EP and rule != RULE_PL:
+        raise ValueError(f"unknown site rule {rule}.")
+    if rule == RULE_PL and lik != LIK_GAUSSIAN and evq_x.shape[0] == 0:
+        raise ValueError("posterior linearisation needs the evidence quadrature rule.")
     if n == 0:
         return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0,
                 np.zeros((0, 0), order="F"))
@@ -791,6 +909,11 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     md.lik = lik
     md.par = parp
     md.quad = &quad
+    md.rule = rule
+    evq.n = evq_x.shape[0]
+    evq.x = &evq_x[0] if evq.n > 0 else NULL
+    evq.logw = &evq_logw[0] if evq.n > 0 else NULL
+    md.evq = &evq
     # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
     if not want_binv:
         own_linv = <double*> malloc(n * n * sizeof(double))

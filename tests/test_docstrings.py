@@ -6,8 +6,8 @@ import importlib
 import pytest
 
 MODULES = ["gpc", "gpc._kern", "gpc.classifier", "gpc.datasets", "gpc.inference._base",
-           "gpc.inference.laplace", "gpc.kernels", "gpc.likelihoods", "gpc.optimize",
-           "gpc.posterior"]
+           "gpc.inference.laplace", "gpc.inference.pl", "gpc.kernels", "gpc.likelihoods",
+           "gpc.optimize", "gpc.posterior"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -123,6 +123,20 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
     noise-free step likelihood); like a failed factorisation, it is retried with
     jitter on K (reported in ``info["jitter"]``).
     """
+    return fit_sites(K, y, likelihood, _ep.RULE_EXPECTATION_PROPAGATION, None,
+                     init=init, compute_gradient=compute_gradient, updates=updates,
+                     damping=damping, min_damping=min_damping, order=order,
+                     random_state=random_state, tol=tol, max_sweeps=max_sweeps,
+                     accelerate=accelerate)
+
+
+def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
+              updates, damping, min_damping, order, random_state, tol, max_sweeps,
+              accelerate):
+    """The site-fitting loop shared by EP and posterior linearisation (``rule``,
+    see ``gpc._ep.ep_run``); ``evidence_rule`` is PL's Gauss-Hermite ``(x, logw)``
+    for its evidence correction (None for EP).  Options as in :func:`ep`."""
+    name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
     if updates not in ("sequential", "parallel"):
         raise ValueError(f"updates must be 'sequential' or 'parallel', got {updates!r}.")
     if order not in ("fixed", "random"):
@@ -157,6 +171,12 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         orders = np.array([rng.permutation(n) for _ in range(max_sweeps)],
                           dtype=np.intc).reshape(max_sweeps, n)
 
+    if evidence_rule is None:
+        evq_x = evq_logw = np.zeros(0)
+    else:
+        evq_x, evq_logw = (np.ascontiguousarray(a, dtype=np.float64)
+                           for a in evidence_rule)
+
     def attempt(Kj):
         tau, nu = tau0.copy(), nu0.copy()
         L = np.zeros((n, n), order="F")
@@ -165,12 +185,12 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         Binv = np.empty((n, n) if compute_gradient else (0, 0), order="F")
         out = _ep.ep_run(Kj, y, likelihood.code, par, qx, qw, tau, nu, L, b, S, mu, var,
                          parallel, orders, damping, float(min_damping), float(tol),
-                         max_sweeps, bool(accelerate), Binv)
+                         max_sweeps, bool(accelerate), Binv, rule, evq_x, evq_logw)
         if out[0] == _ep.STATUS_NOT_PD:
             return None
         if out[0] == _ep.STATUS_NONFINITE:
-            raise FloatingPointError("EP: a non-finite site parameter appeared (the "
-                                     "kernel matrix is probably badly scaled).")
+            raise FloatingPointError(f"{name}: a non-finite site parameter appeared "
+                                     "(the kernel matrix is probably badly scaled).")
         return Kj, tau, nu, L, b, S, mu, var, Binv, out
 
     (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter = with_jitter(K, attempt)
@@ -178,19 +198,20 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
      n_single, Q) = out
     n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject = counts
     if not converged:
-        warnings.warn(f"EP did not converge in {n_sweeps} sweeps (max_sweeps="
+        warnings.warn(f"{name} did not converge in {n_sweeps} sweeps (max_sweeps="
                       f"{max_sweeps}, {updates}); the evidence and its gradient are "
-                      "approximate.", ConvergenceWarning, stacklevel=3)
+                      "approximate.", ConvergenceWarning, stacklevel=4)
     if n_bad:
-        warnings.warn(f"EP: {n_bad} site(s) have an improper cavity at the end; they "
-                      "are left out of the log evidence.", RuntimeWarning, stacklevel=3)
+        what = "an improper cavity" if name == "EP" else "non-finite moments"
+        warnings.warn(f"{name}: {n_bad} site(s) have {what} at the end; they are "
+                      "left out of the log evidence.", RuntimeWarning, stacklevel=4)
     if compute_gradient and n_clip_last:
         # A clipped site is not moment-matched, so the evidence is not stationary in
         # it and (b b' - R)/2 misses its implicit term.
-        warnings.warn(f"EP: {n_clip_last} site(s) were clipped to zero precision in the "
+        warnings.warn(f"{name}: {n_clip_last} site(s) were clipped to zero precision in the "
                       "last sweep (their negative precision would have made a cavity "
                       "or the posterior improper); dK and dlik omit their implicit "
-                      "terms and are approximate.", RuntimeWarning, stacklevel=3)
+                      "terms and are approximate.", RuntimeWarning, stacklevel=4)
     dK = None
     dlik = None
     if compute_gradient:
@@ -205,7 +226,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         dK=dK,
         dlik=dlik,
         state={"tau": tau, "nu": nu},
-        info={"method": "ep", "updates": updates, "likelihood": likelihood.name,
+        info={"method": name.lower(), "updates": updates, "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
               "n_single_precision": n_single,
               "converged": bool(converged), "damping": damping_end,
