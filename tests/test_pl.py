@@ -208,10 +208,78 @@ def test_warm_start_needs_fewer_sweeps():
 def test_options_are_checked():
     X, y = data(5, 1)
     K = se(X)
-    with pytest.raises(NotImplementedError, match="compute_gradient=False"):
-        gpc.infer(K, y, method="pl")
     with pytest.raises(ValueError, match="evidence_order"):
         pl(K, y, "probit", evidence_order=0)
     with pytest.raises(ValueError, match="updates"):
         pl(K, y, "probit", updates="both")
     assert "pl" in gpc.available_methods()
+
+
+def frozen_log_evidence(K, y, lik, A, b, Om, order=10, eps=EPS):
+    """The evidence estimate with the linearisation (A, b, Omega) held fixed, as a
+    function of K, written out: dense linear-Gaussian evidence plus the corrections
+    at the marginals of that model."""
+    n = len(y)
+    ytil = (y - b) / A
+    noise = Om / A ** 2
+    val = (multivariate_normal(np.zeros(n), K + np.diag(noise)).logpdf(ytil)
+           - np.log(np.abs(A)).sum())
+    Sigma = K - K @ np.linalg.solve(K + np.diag(noise), K)
+    mu = K @ np.linalg.solve(K + np.diag(noise), ytil)
+    u, w = hermegauss(order)
+    w = w / np.sqrt(2 * np.pi)
+    for i in range(n):
+        f = mu[i] + np.sqrt(Sigma[i, i]) * u
+        dens = np.exp(-0.5 * (y[i] - A[i] * f - b[i]) ** 2 / Om[i]) / np.sqrt(
+            2 * np.pi * Om[i])
+        val += np.log(np.sum(w * p_label(lik, y[i], f, eps) / dens))
+    return val
+
+
+@pytest.mark.parametrize("lik", ["probit", "logit"])
+def test_dK_is_the_derivative_with_the_linearisation_fixed(lik):
+    X, y = data(10, 4)
+    K = se(X, 1.1, 2.5)
+    res = gpc.infer(K, y, method="pl", likelihood=lik_obj(lik), tol=1e-12)
+    assert res.info["gradient_exact"] is False
+    mu, var = res.info["mean"], res.info["var"]
+    A, b, Om = np.array([slr_by_quadrature(lik, y[i], mu[i], var[i])
+                         for i in range(10)]).T
+    assert frozen_log_evidence(K, y, lik, A, b, Om) == pytest.approx(
+        res.log_evidence, abs=1e-7)
+    np.testing.assert_allclose(res.dK, res.dK.T, atol=1e-12)
+    rng = np.random.RandomState(0)
+    for _ in range(3):
+        E = rng.randn(10, 10)
+        E = E + E.T
+        h = 1e-5
+        fd = (frozen_log_evidence(K + h * E, y, lik, A, b, Om)
+              - frozen_log_evidence(K - h * E, y, lik, A, b, Om)) / (2 * h)
+        assert np.sum(res.dK * E) == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("lik", ["noisy_threshold", "step"])
+def test_no_gradient_for_piecewise_constant_likelihoods(lik):
+    # There the evidence does not change with the signal variance (only sign(f)
+    # matters) but the derivative with the linearisation fixed does: refused.
+    X, y = data(10, 4)
+    with pytest.raises(ValueError, match="compute_gradient=False"):
+        gpc.infer(se(X), y, method="pl", likelihood=lik_obj(lik))
+    a = pl(se(X, 1.0, 1.0), y, lik, tol=1e-12)
+    b = pl(se(X, 1.0, 7.0), y, lik, tol=1e-12)
+    assert a.log_evidence == pytest.approx(b.log_evidence, abs=1e-7)
+
+
+def test_gaussian_likelihood_gradients_are_exact():
+    X, _ = data(12, 2)
+    f = np.cos(X[:, 0]) - 0.2 * X[:, 1]
+    K = se(X, 0.8, 1.3)
+    s2 = 0.3
+    res = gpc.infer(K, f, method="pl", likelihood=Gaussian(noise_variance=s2))
+    assert res.info["gradient_exact"] is True
+    C = K + s2 * np.eye(12)
+    alpha = np.linalg.solve(C, f)
+    Ci = np.linalg.inv(C)
+    np.testing.assert_allclose(res.dK, 0.5 * (np.outer(alpha, alpha) - Ci),
+                               rtol=1e-9, atol=1e-12)
+    assert res.dlik[0] == pytest.approx(0.5 * (alpha @ alpha - np.trace(Ci)), rel=1e-9)

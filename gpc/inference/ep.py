@@ -132,10 +132,15 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
 
 def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               updates, damping, min_damping, order, random_state, tol, max_sweeps,
-              accelerate):
+              accelerate, gradient_terms=None):
     """The site-fitting loop shared by EP and posterior linearisation (``rule``,
     see ``gpc._ep.ep_run``); ``evidence_rule`` is PL's Gauss-Hermite ``(x, logw)``
-    for its evidence correction (None for EP).  Options as in :func:`ep`."""
+    for its evidence correction (None for EP).  ``gradient_terms(K, y, S, b, Binv,
+    mu, var)``, if given, returns ``(D, dlik0, exact)``: a matrix added to
+    ``dK = (b b' - S B^{-1} S) / 2`` (or None), the derivative with respect to
+    the likelihood parameter and whether they make the total derivative (Binv
+    holds B^{-1} in its lower triangle).  Options as in
+    :func:`ep`."""
     name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
     if updates not in ("sequential", "parallel"):
         raise ValueError(f"updates must be 'sequential' or 'parallel', got {updates!r}.")
@@ -214,9 +219,16 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                       "terms and are approximate.", RuntimeWarning, stacklevel=4)
     dK = None
     dlik = None
+    exact = True
     if compute_gradient:
+        extra = None
+        if gradient_terms is not None:
+            # Method-specific terms, from B^{-1} before it becomes dK.
+            extra, dlik0, exact = gradient_terms(Kj, y, S, b, Binv, mu, var)
         dK = Binv                        # B^{-1} from ep_run, made into dK in place
         _ep.ep_dK(S, b, Q, dK)
+        if extra is not None:
+            dK += extra
         # The moments give d log Z_i / d par[0]: every likelihood has at most one
         # parameter so far.
         dlik = np.full(len(par), dlik0) if len(par) else np.zeros(0)
@@ -233,6 +245,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
               "n_negative": int(np.count_nonzero(tau < 0)), "n_rejected": n_reject,
-              "gradient_exact": n_clip_last == 0, "jitter": jitter, "mean": mu,
+              "gradient_exact": bool(n_clip_last == 0 and exact),
+              "jitter": jitter, "mean": mu,
               "var": var},
     )

@@ -3,8 +3,11 @@ Tronarp & Särkkä), sequential and parallel."""
 
 import numbers
 
+import numpy as np
+from scipy.linalg import blas as _blas
+
 from .. import _ep, _moments
-from ..likelihoods import LIK_GAUSSIAN
+from ..likelihoods import LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP
 from ._base import register
 from .ep import fit_sites
 
@@ -47,8 +50,20 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
         A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from;
         by default PL starts from the prior (all sites zero), as in the paper.
     compute_gradient : bool, default=True
-        The gradient of PL's evidence is not implemented yet: pass False (True
-        raises NotImplementedError).
+        Whether to compute ``dK`` and ``dlik``: the derivative of the evidence
+        estimate with the linearisation (A, b, Omega) held fixed, which is not the
+        total derivative (PL's fixed point is not stationary for its evidence;
+        ``info["gradient_exact"]`` is False).  The linearised model's part is
+        ``(alpha alpha' - R) / 2`` as in EP; the corrections add terms through the
+        marginals, ``O(n^3)`` (two matrix products).  Measured against central
+        differences of the converged evidence (crabs, 80 cases, SE kernel, length
+        scales 0.5-4 x sqrt(d), signal variances 0.5-10; the error relative to
+        max(|derivative|, 1)): probit median 3e-3, largest 7e-2; logit median
+        1e-5, largest 3e-2; largest at short length scales and large variances.
+        For the piecewise-constant likelihoods (noisy threshold, step) it is far
+        off (the true evidence does not change with the signal variance, this
+        derivative does), so there a gradient is refused (ValueError) until the
+        exact total derivative lands; the Gaussian likelihood's is exact.
     updates : {"parallel", "sequential"}, default="parallel"
         "parallel" relinearises every label at the current marginals, then
         refactorises once (the paper's main variant); "sequential" relinearises
@@ -83,19 +98,58 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
     >>> res.info["converged"], bool(np.all(res.state["tau"] > 0))
     (True, True)
     """
-    if compute_gradient:
-        raise NotImplementedError(
-            "posterior linearisation: the gradient of the evidence is not "
-            "implemented yet; call infer with compute_gradient=False (estimators: "
-            "optimizer=None).")
+    if compute_gradient and likelihood.code in (LIK_NOISY_THRESHOLD, LIK_STEP):
+        raise ValueError(
+            f"posterior linearisation: no evidence gradient for the "
+            f"{likelihood.name} likelihood yet (the derivative with the linearisation "
+            "held fixed is far from the total one there); call infer with "
+            "compute_gradient=False (estimators: optimizer=None).")
     evidence_rule = None
     if likelihood.code != LIK_GAUSSIAN:
         evidence_rule = _moments.gauss_hermite(_positive_order(evidence_order))
+
+    def gradient_terms(Kj, yv, S, b, Binv, mu, var):
+        return _linearisation_fixed_terms(Kj, yv, likelihood, evidence_rule, S, b,
+                                          Binv, mu, var)
+
     return fit_sites(K, y, likelihood, _ep.RULE_POSTERIOR_LINEARISATION, evidence_rule,
-                     init=init, compute_gradient=False, updates=updates,
+                     init=init, compute_gradient=compute_gradient, updates=updates,
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
-                     accelerate=accelerate)
+                     accelerate=accelerate, gradient_terms=gradient_terms)
+
+
+def _linearisation_fixed_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var):
+    """The evidence corrections' part of dK, and d/d(likelihood parameter), with the
+    linearisation held fixed (see :func:`pl`).
+
+    With C = Sigma K^{-1} = I - K R (R = S B^{-1} S), d mu = C dK alpha and
+    d P_i = (C dK C')_ii (the sites fixed), so the corrections add
+    sym(C' g_mu alpha') + C' diag(g_P) C, alpha = K^{-1} mu = b.  O(n^3): one
+    symmetric and one general matrix product.  The Gaussian likelihood has no
+    correction; its parameter derivative is the exact one, (alpha'alpha - tr R)/2.
+    Returns (D, dlik, exact); probit and logit have no parameter.
+    """
+    n = K.shape[0]
+    R = np.tril(Binv)
+    R += np.tril(R, -1).T
+    R *= S[:, None]
+    R *= S[None, :]
+    if likelihood.code == LIK_GAUSSIAN:
+        return None, 0.5 * (b @ b - np.trace(R)), True
+    ex, elogw = evidence_rule
+    g_mu, g_P = _ep.pl_correction_gradients(
+        likelihood.code, np.ascontiguousarray(likelihood.params, dtype=np.float64),
+        likelihood.quad_x, likelihood.quad_logw, ex, elogw, y, mu, var)
+    U = _blas.dsymm(1.0, K, R, side=0, lower=0)          # K R
+    GU = g_P[:, None] * U
+    D = _blas.dgemm(1.0, U, GU, trans_a=1)                # U' G U
+    D -= GU
+    D -= GU.T
+    D[np.diag_indices(n)] += g_P
+    c = g_mu - R @ (K @ g_mu)                             # C' g_mu
+    D += 0.5 * (np.outer(c, b) + np.outer(b, c))
+    return np.asfortranarray(D), 0.0, False
 
 
 def _positive_order(order):
