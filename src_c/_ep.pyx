@@ -28,7 +28,7 @@
 #   negative proposals clipped (counted);
 # * a tilted variance that rounds to <= 0 is clipped the same way (counted).
 
-from libc.math cimport exp, fabs, log, sqrt, isfinite, INFINITY, M_PI
+from libc.math cimport exp, fabs, log, sqrt, isfinite, INFINITY, M_PI, NAN
 from libc.stdlib cimport malloc, free
 from posix.stdlib cimport posix_memalign
 from libc.string cimport memcpy
@@ -41,7 +41,8 @@ from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
 from _blas cimport (Tiles, chol_lower, chol_site_matrix, chol_solve_lower, fill_site_dK,
                    scale_site_inverse, symv_lower, tiles_next, tiles_start)
-from _lik cimport LIK_GAUSSIAN, Quad, lik_derivs, lik_gauss_moments
+from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, Quad, lik_derivs,
+                  lik_gauss_moments)
 
 
 cdef enum:
@@ -792,6 +793,25 @@ cdef bint _cavities_stay_proper(const double* Sigma, const double* col, double c
     return True
 
 
+cdef void _model_init(Model* md, Quad* quad, Quad* evq, int lik,
+                      const double[::1] par, const double[::1] quad_x,
+                      const double[::1] quad_logw, const double[::1] evq_x,
+                      const double[::1] evq_logw, int rule):
+    """Point md (and its two quadrature rules) at the given arrays, which must
+    outlive it; the caller has checked that nodes and weights have equal lengths."""
+    quad.n = quad_x.shape[0]
+    quad.x = &quad_x[0] if quad.n > 0 else NULL
+    quad.logw = &quad_logw[0] if quad.n > 0 else NULL
+    evq.n = evq_x.shape[0]
+    evq.x = &evq_x[0] if evq.n > 0 else NULL
+    evq.logw = &evq_logw[0] if evq.n > 0 else NULL
+    md.lik = lik
+    md.par = &par[0] if par.shape[0] > 0 else NULL
+    md.quad = quad
+    md.rule = rule
+    md.evq = evq
+
+
 def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
            const double[::1] quad_x, const double[::1] quad_logw,
            double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
@@ -875,7 +895,6 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double* Lp = &L[0, 0]
     cdef double* taup = &tau[0]
     cdef double* nup = &nu[0]
-    cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
     cdef Quad quad, evq
     cdef Model md
     cdef Neg ng
@@ -903,17 +922,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     if n == 0:
         return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0,
                 np.zeros((0, 0), order="F"))
-    quad.n = quad_x.shape[0]
-    quad.x = &quad_x[0] if quad.n > 0 else NULL
-    quad.logw = &quad_logw[0] if quad.n > 0 else NULL
-    md.lik = lik
-    md.par = parp
-    md.quad = &quad
-    md.rule = rule
-    evq.n = evq_x.shape[0]
-    evq.x = &evq_x[0] if evq.n > 0 else NULL
-    evq.logw = &evq_logw[0] if evq.n > 0 else NULL
-    md.evq = &evq
+    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
     # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
     if not want_binv:
         own_linv = <double*> malloc(n * n * sizeof(double))
@@ -1223,8 +1232,12 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
     With pi_k the normalised terms and h'(f) = d log p / df + rho^2 d_{-y}
     (1 + sqrt(P) d_{-y} x_k) / (1 - x) (the A (y - b - A f) / Omega of the Gaussian
     denominator): dc/dmu = sum_k pi_k h'(f_k), dc/dP = sum_k pi_k h'(f_k) x_k /
-    (2 sqrt(P)).  Likelihoods that are piecewise constant in f (step, noisy
-    threshold) have d log p / df = 0 at every node off 0.  Returns (g_mu, g_P);
+    (2 sqrt(P)); and the moments sum_k pi_k f_k and sum_k pi_k f_k^2 (which give
+    the derivatives with respect to the site: d/dnu = -E[f], d/dtau = E[f^2] / 2),
+    and dc/dpar[0] summed over the labels, sum_k pi_k d log p(y|f_k) / dpar[0] (the
+    noisy threshold's eps: 1/eps where y f < 0, -1/(1 - eps) where y f > 0).
+    Likelihoods that are piecewise constant in f (step, noisy threshold) have
+    d log p / df = 0 at every node off 0.  Returns (g_mu, g_P, e_f, e_f2, dpar);
     zeros for the Gaussian likelihood (no correction) and for labels whose SLR is
     not finite."""
     cdef int n = y.shape[0], i, k
@@ -1238,21 +1251,17 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
         raise ValueError("quadrature nodes and weights differ in length.")
     g_mu = np.zeros(n)
     g_P = np.zeros(n)
+    e_f = np.zeros(n)
+    e_f2 = np.zeros(n)
     cdef double[::1] gm = g_mu
     cdef double[::1] gp = g_P
-    quad.n = quad_x.shape[0]
-    quad.x = &quad_x[0] if quad.n > 0 else NULL
-    quad.logw = &quad_logw[0] if quad.n > 0 else NULL
-    evq.n = evq_x.shape[0]
-    evq.x = &evq_x[0] if evq.n > 0 else NULL
-    evq.logw = &evq_logw[0] if evq.n > 0 else NULL
-    md.lik = lik
-    md.par = &par[0] if par.shape[0] > 0 else NULL
-    md.quad = &quad
-    md.rule = RULE_PL
-    md.evq = &evq
+    cdef double[::1] ef = e_f
+    cdef double[::1] ef2 = e_f2
+    cdef double f, s1, s2, sd, dl, dpar = 0.0
+    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw,
+                RULE_PL)
     if lik == LIK_GAUSSIAN or n == 0 or evq.n == 0:
-        return g_mu, g_P
+        return g_mu, g_P, e_f, e_f2, dpar
     with nogil:
         for i in range(n):
             if not _slr(&md, y[i], var[i], mu[i], &t, &v, &lrho2, &dn, &x):
@@ -1272,6 +1281,9 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
             acc = 0.0
             sm = 0.0
             sp = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            sd = 0.0
             for k in range(evq.n):
                 if lik_derivs(lik, y[i], mu[i] + sq * evq.x[k], md.par, &lp, &g1, &g2,
                               &g3) != 0:
@@ -1282,6 +1294,44 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
                 acc += h
                 sm += h * g1
                 sp += h * g1 * evq.x[k]
+                f = mu[i] + sq * evq.x[k]
+                s1 += h * f
+                s2 += h * f * f
+                if lik == LIK_NOISY_THRESHOLD:
+                    dl = y[i] * f
+                    dl = -1.0 / (1.0 - md.par[0]) if dl > 0.0 else (
+                        1.0 / md.par[0] if dl < 0.0 else 0.0)
+                    sd += h * dl
             gm[i] = sm / acc
             gp[i] = sp / acc / (2.0 * sq)
-    return g_mu, g_P
+            ef[i] = s1 / acc
+            ef2[i] = s2 / acc
+            dpar += sd / acc
+    return g_mu, g_P, e_f, e_f2, dpar
+
+
+def pl_sites(int lik, const double[::1] par, const double[::1] quad_x,
+             const double[::1] quad_logw, const double[::1] y, const double[::1] mu,
+             const double[::1] var):
+    """Posterior linearisation's sites (tau, nu) at the marginals N(mu_i, var_i)
+    (``_slr``); NaN where the moments are not finite."""
+    cdef int n = y.shape[0], i
+    cdef Model md
+    cdef Quad quad, evq
+    cdef double lrho2, dn, x
+    if mu.shape[0] != n or var.shape[0] != n:
+        raise ValueError("y, mu and var must have the same length.")
+    if quad_x.shape[0] != quad_logw.shape[0]:
+        raise ValueError("quadrature nodes and weights differ in length.")
+    tau = np.empty(n)
+    nu = np.empty(n)
+    cdef double[::1] tv = tau
+    cdef double[::1] nv = nu
+    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, quad_x[:0],
+                quad_logw[:0], RULE_PL)
+    with nogil:
+        for i in range(n):
+            if not _slr(&md, y[i], var[i], mu[i], &tv[i], &nv[i], &lrho2, &dn, &x):
+                tv[i] = NAN
+                nv[i] = NAN
+    return tau, nu
