@@ -841,7 +841,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     marginals (see ``_linearised_sweeps``): quadratic convergence; after a step that
     fails to halve the residual it is suspended until plain sweeps have halved it.
     A parallel step whose negative site precisions make the posterior improper is
-    rejected and retried (see the header).  With ``accelerate``, the first
+    rejected and retried (see the header).  In parallel mode the first
     factorisation and those after a plain step from a residual above 0.01 (until
     the residual first fails to fall) are done in single precision
     (``_factorise_single``, half the cost) when no site precision is negative: their
@@ -928,7 +928,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         own_linv = <double*> malloc(n * n * sizeof(double))
     Linv = own_linv if not want_binv else &Binv[0, 0]
     work = <double*> malloc((17 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
-    if parallel and accelerate:
+    if parallel:
         if posix_memalign(<void**> &M32, 64, n * n * sizeof(float)) != 0:
             M32 = NULL
     block = <double*> malloc(n * nb * sizeof(double))
@@ -938,7 +938,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         V = <double*> malloc(n * n * sizeof(double))
     if _neg_init(&ng, n) != 0 or Linv == NULL or work == NULL or block == NULL \
             or idx == NULL or (not parallel and (Sigma == NULL or V == NULL)) \
-            or (parallel and accelerate and M32 == NULL):
+            or (parallel and M32 == NULL):
         free(own_linv); free(M32); free(work); free(Sigma); free(V); free(block); free(idx)
         _neg_free(&ng)
         raise MemoryError()

@@ -36,7 +36,14 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         "sequential" updates one site at a time with a rank-one update of the full
         posterior covariance (O(n^2) per site) and refactorises after each sweep;
         "parallel" updates all sites from the current marginals, then refactorises
-        once per sweep (O(n^3) per sweep, level-3 BLAS).
+        once per sweep (O(n^3) per sweep, level-3 BLAS).  Parallel factorisations
+        whose marginals only steer a step from far off (the first one, and those
+        after plain steps from a residual above 0.01 while the residual keeps
+        falling) are done in single precision (half the cost) when no site
+        precision is negative; one whose residual comes out below
+        ``sqrt(10 tol)``, the last allowed, or one that fails, is redone in double,
+        so convergence, the evidence and the gradient always come from a
+        double-precision factorisation.
     damping : float in (0, 1], optional
         Weight of the new site in natural parameters (1 = no damping). Default 1.0
         for both; parallel EP halves it (down to ``min_damping``) whenever the largest
@@ -71,13 +78,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         cheap sweeps are Anderson-accelerated (the last 5 steps mixed), so they also
         converge where plain sweeps contract slowly.
         Suspended, after a step that fails to halve the residual, until plain
-        sweeps have halved it.  Factorisations whose marginals only steer a step
-        from far off (the first one, and those after plain steps from a residual
-        above 0.01 while the residual keeps falling) are done in single precision
-        (half the cost) when no site precision is negative; one whose residual
-        comes out below ``sqrt(10 tol)``, the last allowed, or one that fails, is
-        redone in double, so convergence, the evidence and the gradient always come
-        from a double-precision factorisation.
+        sweeps have halved it.
 
     Returns
     -------
