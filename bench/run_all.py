@@ -14,9 +14,10 @@ import sys
 
 import bench_ep
 import bench_laplace
+import bench_pl
 from _common import machine_line
 
-SUITES = {"laplace": bench_laplace, "ep": bench_ep}
+SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl}
 
 
 def main(argv=None):
@@ -30,7 +31,7 @@ def main(argv=None):
     args = ap.parse_args(argv[1:])
     sections = ["# Benchmark results", "",
                 f"Command: `python {' '.join(argv)}`  ", machine_line(), ""]
-    for name in ["laplace", "ep"]:
+    for name in ["laplace", "ep", "pl"]:
         if name in args.only:
             sections.append(SUITES[name].run(args))
     text = "\n".join(sections)
