@@ -69,7 +69,8 @@ def bench_optimum(name="crabs", likelihoods=("probit", "logit")):
                               length_scale_bounds=(1e-2, 1e3),
                               theta1_bounds=(1e-3, 1e4), theta2_bounds=(1e-4, 1e2))
         options = {"tol": 1e-10, "max_sweeps": 1000}
-        obj = EvidenceObjective(kernel, X, y, get_likelihood(lik), "pl", options=options)
+        obj = EvidenceObjective(kernel, X, y, get_likelihood(lik), "pl",
+                                options=options)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()

@@ -214,10 +214,11 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     if compute_gradient and n_clip_last:
         # A clipped site is not moment-matched, so the evidence is not stationary in
         # it and (b b' - R)/2 misses its implicit term.
-        warnings.warn(f"{name}: {n_clip_last} site(s) were clipped to zero precision in the "
-                      "last sweep (their negative precision would have made a cavity "
-                      "or the posterior improper); dK and dlik omit their implicit "
-                      "terms and are approximate.", RuntimeWarning, stacklevel=4)
+        warnings.warn(f"{name}: {n_clip_last} site(s) were clipped to zero precision "
+                      "in the last sweep (their negative precision would have made a "
+                      "cavity or the posterior improper); dK and dlik omit their "
+                      "implicit terms and are approximate.", RuntimeWarning,
+                      stacklevel=4)
     dK = None
     dlik = None
     exact = True

@@ -119,13 +119,14 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     exp(-nu_i f + tau_i f^2 / 2)] (the correction, by the Gauss-Hermite rule), at the
     marginals m = (mu, P) = M(K, s) of the sites, which are the fixed point
     s = F(m) of the statistical linear regression F.  With the adjoint lambda of
-    (I - M_s' F'') lambda = dE/ds, dE/dK = Psi_K + w' M_K with the marginal
-    weights w = dq/dm + F'' lambda; and w' M_K[dK] = w_mu' C dK alpha + sum_i w_P,i
-    (C dK C')_ii with C = Sigma K^{-1} = I - K R, R = S B^{-1} S.  F' (a 2 x 2 block
-    per label, and d F / d par) by central differences of the closed-form sites
-    (relative error about 1e-9); M_s from Sigma: d mu = Sigma (d nu - mu o d tau), d P = -(Sigma o
-    Sigma) d tau; the 2n-dimensional adjoint system by GMRES.  O(n^3): three
-    matrix products.  The Gaussian likelihood has no correction and fixed sites.
+    (I - M_s^T F'^T) lambda = (dE/ds)^T, dE/dK = Psi_K + w^T M_K with the marginal
+    weights w = dq/dm + F'^T lambda; and w^T M_K[dK] = w_mu' C dK alpha + sum_i
+    w_P,i (C dK C')_ii with C = Sigma K^{-1} = I - K R, R = S B^{-1} S.  F' (a 2 x 2
+    block per label, and dF/dpar) by central differences of the closed-form sites
+    (relative error about 1e-9); M_s from Sigma: d mu = Sigma (d nu - mu o d tau),
+    d P = -(Sigma o Sigma) d tau; the 2n-dimensional adjoint system by GMRES.
+    O(n^3): three matrix products.  The Gaussian likelihood has no correction and
+    fixed sites.
     """
     n = K.shape[0]
     R = np.tril(Binv)
