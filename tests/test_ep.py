@@ -19,31 +19,12 @@ import gpc
 from gpc import NotPositiveDefiniteError
 from gpc.likelihoods import NoisyThreshold
 
+from _sites import EPS, LIKS, data, lik_obj, se
+
 # GPML's 5-point demonstration set (Rasmussen & Nickisch, GPML documentation).
 X5 = np.array([[-1.07932, -1.83544], [1.15768, 2.91702], [3.26631, -3.85663],
                [1.79009, 0.11949], [-3.66051, 1.75159]])
 Y5 = np.array([-1.0, 1.0, 1.0, 1.0, -1.0])
-
-EPS = 0.1  # label-flip probability of the noisy threshold used throughout
-LIKS = ["probit", "logit", "noisy_threshold", "step"]
-
-
-def lik_obj(name, eps=EPS):
-    return NoisyThreshold(eps) if name == "noisy_threshold" else name
-
-
-def se(X, ell=1.0, sf2=1.0, Z=None):
-    Z = X if Z is None else Z
-    d2 = ((X[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
-    return sf2 * np.exp(-0.5 * d2 / ell ** 2)
-
-
-def data(n, seed, d=2):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    y = np.where(X[:, 0] + 0.5 * rng.randn(n) > 0, 1.0, -1.0)
-    return X, y
-
 
 def ep(K, y, lik, **kw):
     if isinstance(lik, str) and lik in LIKS:

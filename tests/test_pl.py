@@ -21,13 +21,7 @@ import gpc
 from gpc.datasets import available_datasets, load_dataset
 from gpc.likelihoods import Gaussian, NoisyThreshold
 
-EPS = 0.1
-LIKS = ["probit", "logit", "noisy_threshold", "step"]
-
-
-def lik_obj(name, eps=EPS):
-    return NoisyThreshold(eps) if name == "noisy_threshold" else name
-
+from _sites import EPS, LIKS, data, lik_obj, se
 
 def p_label(name, y, f, eps=EPS):
     """p(y | f) written out for each likelihood."""
@@ -39,18 +33,6 @@ def p_label(name, y, f, eps=EPS):
     if name == "step":
         return np.where(z > 0, 1.0, np.where(z < 0, 0.0, 0.5))
     return np.where(z > 0, 1.0 - eps, np.where(z < 0, eps, 0.5))
-
-
-def se(X, ell=1.0, sf2=1.0):
-    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
-    return sf2 * np.exp(-0.5 * d2 / ell ** 2)
-
-
-def data(n, seed, d=2):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, d)
-    y = np.where(X[:, 0] + 0.5 * rng.randn(n) > 0, 1.0, -1.0)
-    return X, y
 
 
 def pl(K, y, lik, **kw):

@@ -1,0 +1,27 @@
+"""Helpers shared by the site-method tests (EP and posterior linearisation)."""
+
+import numpy as np
+
+from gpc.likelihoods import NoisyThreshold
+
+EPS = 0.1  # label-flip probability of the noisy threshold used throughout
+LIKS = ["probit", "logit", "noisy_threshold", "step"]
+
+
+def lik_obj(name, eps=EPS):
+    return NoisyThreshold(eps) if name == "noisy_threshold" else name
+
+
+def se(X, ell=1.0, sf2=1.0, Z=None):
+    """Squared-exponential covariance written out."""
+    Z = X if Z is None else Z
+    d2 = ((X[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    return sf2 * np.exp(-0.5 * d2 / ell ** 2)
+
+
+def data(n, seed, d=2):
+    """n points in d dimensions, labels from the first coordinate plus noise."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.where(X[:, 0] + 0.5 * rng.randn(n) > 0, 1.0, -1.0)
+    return X, y
