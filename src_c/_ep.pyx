@@ -720,6 +720,60 @@ cdef double _log_evidence(const Model* md, const double[::1] y, const double* ta
     return total + 0.5 * nu_mu - logdet_c
 
 
+cdef double _pl_correction(const Model* md, double yi, double m, double v,
+                           double rho2, double dn, double x,
+                           double* sums) noexcept nogil:
+    """log sum_k w_k p(y | f_k) exp(u_k^2 / 2), f_k = m + sqrt(v) x_k, by the rule
+    md.evq (see ``_pl_log_evidence``; rho2, dn, x from ``_slr``): the correction of
+    posterior linearisation's evidence, up to the label's -(y - b)^2 / (2 Omega).
+
+    With ``sums`` (5 doubles) and pi_k the normalised terms, also the derivatives
+    with the linearisation held fixed, h'(f) = d log p / df + rho^2 d_{-y} (1 +
+    sqrt(v) d_{-y} x_k) / (1 - x) being the derivative of the log term in f:
+    sums = (dc/dm = sum_k pi_k h'(f_k), dc/dv = sum_k pi_k h'(f_k) x_k / (2 sqrt(v)),
+    E[f] = sum_k pi_k f_k, E[f^2], dc/dpar[0]) -- the last for the noisy threshold's
+    eps (1/eps where y f < 0, -1/(1 - eps) where y f > 0).  Likelihoods that are
+    piecewise constant in f have d log p / df = 0 at every node off 0.  All sums
+    are 0 when every term vanishes (then -inf is returned)."""
+    cdef const Quad* q = md.evq
+    cdef int k
+    cdef double sq = sqrt(v), mx = -INFINITY, acc = 0.0, a, h, f, lp, g1, g2, g3, dl
+    for k in range(q.n):
+        lik_derivs(md.lik, yi, m + sq * q.x[k], md.par, &lp, &g1, &g2, &g3)
+        a = 1.0 + sq * dn * q.x[k]
+        a = q.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x)
+        if a > mx:
+            mx = a
+    if sums != NULL:
+        for k in range(5):
+            sums[k] = 0.0
+    if not (mx > -INFINITY):
+        return mx
+    for k in range(q.n):
+        if lik_derivs(md.lik, yi, m + sq * q.x[k], md.par, &lp, &g1, &g2, &g3) != 0:
+            g1 = 0.0                     # piecewise constant in f
+        a = 1.0 + sq * dn * q.x[k]
+        h = exp(q.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x) - mx)
+        acc += h
+        if sums == NULL:
+            continue
+        g1 += rho2 * dn * a / (1.0 - x)
+        f = m + sq * q.x[k]
+        sums[0] += h * g1
+        sums[1] += h * g1 * q.x[k]
+        sums[2] += h * f
+        sums[3] += h * f * f
+        if md.lik == LIK_NOISY_THRESHOLD:
+            dl = yi * f
+            sums[4] += h * (-1.0 / (1.0 - md.par[0]) if dl > 0.0 else (
+                1.0 / md.par[0] if dl < 0.0 else 0.0))
+    if sums != NULL:
+        for k in range(5):
+            sums[k] /= acc
+        sums[1] /= 2.0 * sq
+    return mx + log(acc)
+
+
 cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double* nu,
                              const double* var, const double* mu, const double* L,
                              int n, int* n_bad) noexcept nogil:
@@ -739,9 +793,8 @@ cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double*
     correction integral itself diverges; the rule's finite sum is then what the
     paper's sigma-point estimate computes.  Labels whose SLR is not finite are left
     out and counted in n_bad.  The Gaussian likelihood is linear: no correction."""
-    cdef int i, k
-    cdef double total = 0.0, t, v, lrho2, dn, x, rho2, sq, a, mx, acc, lp, g1, g2, g3
-    cdef const Quad* q = md.evq
+    cdef int i
+    cdef double total = 0.0, t, v, lrho2, dn, x, rho2
     n_bad[0] = 0
     for i in range(n):
         total += 0.5 * nu[i] * mu[i] - log(L[i + i * n])
@@ -753,19 +806,7 @@ cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double*
             continue
         rho2 = exp(lrho2)
         total -= 0.5 * rho2 * (1.0 - mu[i] * dn) * (1.0 - mu[i] * dn) / (1.0 - x)
-        sq = sqrt(var[i])
-        mx = -INFINITY                  # log-sum-exp in one pass
-        acc = 0.0
-        for k in range(q.n):
-            lik_derivs(md.lik, y[i], mu[i] + sq * q.x[k], md.par, &lp, &g1, &g2, &g3)
-            a = 1.0 + sq * dn * q.x[k]
-            a = q.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x)
-            if a > mx:
-                acc = acc * exp(mx - a) + 1.0
-                mx = a
-            elif a > -INFINITY:
-                acc += exp(a - mx)
-        total += mx + log(acc)
+        total += _pl_correction(md, y[i], mu[i], var[i], rho2, dn, x, NULL)
     return total
 
 
@@ -1224,27 +1265,18 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
                             const double[::1] quad_logw, const double[::1] evq_x,
                             const double[::1] evq_logw, const double[::1] y,
                             const double[::1] mu, const double[::1] var):
-    """Derivatives of posterior linearisation's evidence corrections (see
-    ``_pl_log_evidence``) c_i = log sum_k w_k exp(h_i(f_k)), f_k = mu_i +
-    sqrt(P_i) x_k, h(f) = log p(y|f) - log N(y; A f + b, Omega), with the
-    linearisation (A, b, Omega: ``_slr`` at the given marginals) held fixed.
-
-    With pi_k the normalised terms and h'(f) = d log p / df + rho^2 d_{-y}
-    (1 + sqrt(P) d_{-y} x_k) / (1 - x) (the A (y - b - A f) / Omega of the Gaussian
-    denominator): dc/dmu = sum_k pi_k h'(f_k), dc/dP = sum_k pi_k h'(f_k) x_k /
-    (2 sqrt(P)); and the moments sum_k pi_k f_k and sum_k pi_k f_k^2 (which give
-    the derivatives with respect to the site: d/dnu = -E[f], d/dtau = E[f^2] / 2),
-    and dc/dpar[0] summed over the labels, sum_k pi_k d log p(y|f_k) / dpar[0] (the
-    noisy threshold's eps: 1/eps where y f < 0, -1/(1 - eps) where y f > 0).
-    Likelihoods that are piecewise constant in f (step, noisy threshold) have
-    d log p / df = 0 at every node off 0.  Returns (g_mu, g_P, e_f, e_f2, dpar);
-    zeros for the Gaussian likelihood (no correction) and for labels whose SLR is
-    not finite."""
-    cdef int n = y.shape[0], i, k
+    """Derivatives of posterior linearisation's evidence corrections c_i (see
+    ``_pl_correction``) with the linearisation (``_slr`` at the given marginals)
+    held fixed: (dc/dmu, dc/dP, E[f], E[f^2]) per label under the normalised
+    quadrature terms (E[f] and E[f^2] give the derivatives with respect to the
+    site: d/dnu = -E[f], d/dtau = E[f^2] / 2), and dc/dpar[0] summed over the
+    labels.  Returns (g_mu, g_P, e_f, e_f2, dpar); zeros for the Gaussian
+    likelihood (no correction) and for labels whose SLR is not finite."""
+    cdef int n = y.shape[0], i
     cdef Model md
     cdef Quad quad, evq
-    cdef double t, v, lrho2, dn, x, rho2, sq, a, h, mx, acc, sm, sp
-    cdef double lp, g1, g2, g3
+    cdef double t, v, lrho2, dn, x, dpar = 0.0
+    cdef double sums[5]
     if mu.shape[0] != n or var.shape[0] != n:
         raise ValueError("y, mu and var must have the same length.")
     if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
@@ -1257,7 +1289,6 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
     cdef double[::1] gp = g_P
     cdef double[::1] ef = e_f
     cdef double[::1] ef2 = e_f2
-    cdef double f, s1, s2, sd, dl, dpar = 0.0
     _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw,
                 RULE_PL)
     if lik == LIK_GAUSSIAN or n == 0 or evq.n == 0:
@@ -1266,47 +1297,12 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
         for i in range(n):
             if not _slr(&md, y[i], var[i], mu[i], &t, &v, &lrho2, &dn, &x):
                 continue
-            rho2 = exp(lrho2)
-            sq = sqrt(var[i])
-            # Two passes: the largest log term, then the normalised sums.
-            mx = -INFINITY
-            for k in range(evq.n):
-                lik_derivs(lik, y[i], mu[i] + sq * evq.x[k], md.par, &lp, &g1, &g2, &g3)
-                a = 1.0 + sq * dn * evq.x[k]
-                a = evq.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x)
-                if a > mx:
-                    mx = a
-            if not (mx > -INFINITY):
-                continue
-            acc = 0.0
-            sm = 0.0
-            sp = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            sd = 0.0
-            for k in range(evq.n):
-                if lik_derivs(lik, y[i], mu[i] + sq * evq.x[k], md.par, &lp, &g1, &g2,
-                              &g3) != 0:
-                    g1 = 0.0                 # piecewise constant in f
-                a = 1.0 + sq * dn * evq.x[k]
-                h = exp(evq.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x) - mx)
-                g1 = g1 + rho2 * dn * a / (1.0 - x)
-                acc += h
-                sm += h * g1
-                sp += h * g1 * evq.x[k]
-                f = mu[i] + sq * evq.x[k]
-                s1 += h * f
-                s2 += h * f * f
-                if lik == LIK_NOISY_THRESHOLD:
-                    dl = y[i] * f
-                    dl = -1.0 / (1.0 - md.par[0]) if dl > 0.0 else (
-                        1.0 / md.par[0] if dl < 0.0 else 0.0)
-                    sd += h * dl
-            gm[i] = sm / acc
-            gp[i] = sp / acc / (2.0 * sq)
-            ef[i] = s1 / acc
-            ef2[i] = s2 / acc
-            dpar += sd / acc
+            _pl_correction(&md, y[i], mu[i], var[i], exp(lrho2), dn, x, sums)
+            gm[i] = sums[0]
+            gp[i] = sums[1]
+            ef[i] = sums[2]
+            ef2[i] = sums[3]
+            dpar += sums[4]
     return g_mu, g_P, e_f, e_f2, dpar
 
 

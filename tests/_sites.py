@@ -1,6 +1,7 @@
 """Helpers shared by the site-method tests (EP and posterior linearisation)."""
 
 import numpy as np
+from scipy.special import expit, ndtr
 
 from gpc.likelihoods import NoisyThreshold
 
@@ -25,3 +26,14 @@ def data(n, seed, d=2):
     X = rng.randn(n, d)
     y = np.where(X[:, 0] + 0.5 * rng.randn(n) > 0, 1.0, -1.0)
     return X, y
+
+
+def p_lik(name, y, f, eps=EPS):
+    """p(y | f), elementwise (H(0) = 1/2)."""
+    z = y * f
+    if name == "probit":
+        return ndtr(z)
+    if name == "logit":
+        return expit(z)
+    H = np.where(z > 0, 1.0, np.where(z < 0, 0.0, 0.5))
+    return H if name == "step" else eps + (1 - 2 * eps) * H

@@ -19,7 +19,7 @@ import gpc
 from gpc import NotPositiveDefiniteError
 from gpc.likelihoods import NoisyThreshold
 
-from _sites import EPS, LIKS, data, lik_obj, se
+from _sites import EPS, LIKS, data, lik_obj, p_lik, se
 
 # GPML's 5-point demonstration set (Rasmussen & Nickisch, GPML documentation).
 X5 = np.array([[-1.07932, -1.83544], [1.15768, 2.91702], [3.26631, -3.85663],
@@ -41,17 +41,6 @@ def quiet_ep(K, y, lik, **kw):
 
 
 # --- independent likelihood pieces ------------------------------------------------
-
-def p_lik(name, y, f, eps=EPS):
-    """p(y | f), elementwise (H(0) = 1/2)."""
-    z = y * f
-    if name == "probit":
-        return ndtr(z)
-    if name == "logit":
-        return expit(z)
-    H = np.where(z > 0, 1.0, np.where(z < 0, 0.0, 0.5))
-    return H if name == "step" else eps + (1 - 2 * eps) * H
-
 
 def tilted(name, y, m, v, eps=EPS):
     """log Z, d log Z/dm, d^2 log Z/dm^2 of Z = int p(y|f) N(f; m, v) df.
