@@ -361,7 +361,7 @@ cdef void _marginals(const double* K, const double* Linv, const double* S,
 
 
 cdef inline bint _slr(const Model* md, double yi, double v, double m, double* tau,
-                      double* nu, double* lrho2, double* dneg, double* x) noexcept nogil:
+                      double* nu, double* dpos, double* dneg, double* x) noexcept nogil:
     """Posterior linearisation's site at the marginal N(f; m, v): the statistical
     linear regression y ~ A f + b + e, e ~ N(0, Omega), of the label on f, as the
     Gaussian site tau = A^2 / Omega, nu = A (y - b) / Omega.
@@ -374,15 +374,15 @@ cdef inline bint _slr(const Model* md, double yi, double v, double m, double* ta
         tau = -d_y d_{-y} / (1 - x),   nu = d_y (1 - m d_{-y}) / (1 - x),
 
     which involve no difference of nearly equal numbers and no division by a
-    vanishing Z or d.  Also returns lrho2 = log(Z_{-y} / Z_y) and dneg = d_{-y} (for
-    the evidence).  The Gaussian likelihood (conditional mean f, variance s2) gives
+    vanishing Z or d.  Also returns dpos = d_y and dneg = d_{-y} (for the
+    evidence).  The Gaussian likelihood (conditional mean f, variance s2) gives
     A = 1, b = 0, Omega = s2: the exact site.  Returns False where the moments are
     not finite."""
     cdef double lzy, lzn, dy, dn, d2, dpar
     if md.lik == LIK_GAUSSIAN:
         tau[0] = 1.0 / md.par[0]
         nu[0] = yi / md.par[0]
-        lrho2[0] = 0.0
+        dpos[0] = 0.0
         dneg[0] = 0.0
         x[0] = 0.0
         return True
@@ -394,7 +394,7 @@ cdef inline bint _slr(const Model* md, double yi, double v, double m, double* ta
         return False
     tau[0] = -dy * dn / (1.0 - x[0])
     nu[0] = dy * (1.0 - m * dn) / (1.0 - x[0])
-    lrho2[0] = lzn - lzy
+    dpos[0] = dy
     dneg[0] = dn
     return True
 
@@ -544,6 +544,8 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
 
 cdef enum:
     AA_MEMORY = 5       # Anderson acceleration: number of past steps mixed
+    CHORD_HALVINGS = 3  # chord-Newton steps shortened before acceleration pauses
+    STALLED_SWEEPS = 4  # stalled plain sweeps before a paused acceleration resumes
 
 
 cdef bint _anderson_weights(const double* dF, const double* f, int m2, int mk,
@@ -721,27 +723,29 @@ cdef double _log_evidence(const Model* md, const double[::1] y, const double* ta
 
 
 cdef double _pl_correction(const Model* md, double yi, double m, double v,
-                           double rho2, double dn, double x,
+                           double dy, double dn, double x,
                            double* sums) noexcept nogil:
-    """log sum_k w_k p(y | f_k) exp(u_k^2 / 2), f_k = m + sqrt(v) x_k, by the rule
-    md.evq (see ``_pl_log_evidence``; rho2, dn, x from ``_slr``): the correction of
-    posterior linearisation's evidence, up to the label's -(y - b)^2 / (2 Omega).
+    """log sum_k w_k p(y | f_k) exp(e_k), f_k = m + sqrt(v) x_k, by the rule md.evq:
+    the per-label term of posterior linearisation's evidence (see
+    ``_pl_log_evidence``; dy, dn, x from ``_slr``), e_k = (u_k^2 - u_0^2) / 2 =
+    -dy f_k (2 + dn (f_k - 2 m)) / (2 (1 - x)).
 
     With ``sums`` (5 doubles) and pi_k the normalised terms, also the derivatives
-    with the linearisation held fixed, h'(f) = d log p / df + rho^2 d_{-y} (1 +
-    sqrt(v) d_{-y} x_k) / (1 - x) being the derivative of the log term in f:
-    sums = (dc/dm = sum_k pi_k h'(f_k), dc/dv = sum_k pi_k h'(f_k) x_k / (2 sqrt(v)),
-    E[f] = sum_k pi_k f_k, E[f^2], dc/dpar[0]) -- the last for the noisy threshold's
-    eps (1/eps where y f < 0, -1/(1 - eps) where y f > 0).  Likelihoods that are
-    piecewise constant in f have d log p / df = 0 at every node off 0.  All sums
-    are 0 when every term vanishes (then -inf is returned)."""
+    with the linearisation held fixed, h'(f) = d log p / df - dy (1 + dn (f - m)) /
+    (1 - x) being the derivative of the log term in f: sums = (dc/dm = sum_k pi_k
+    h'(f_k), dc/dv = sum_k pi_k h'(f_k) x_k / (2 sqrt(v)), E[f] = sum_k pi_k f_k,
+    E[f^2], dc/dpar[0]) -- the last for the noisy threshold's eps (1/eps where
+    y f < 0, -1/(1 - eps) where y f > 0).  Likelihoods that are piecewise constant
+    in f have d log p / df = 0 at every node off 0.  All sums are 0 when every term
+    vanishes (then -inf is returned)."""
     cdef const Quad* q = md.evq
     cdef int k
     cdef double sq = sqrt(v), mx = -INFINITY, acc = 0.0, a, h, f, lp, g1, g2, g3, dl
+    cdef double c = -0.5 * dy / (1.0 - x)
     for k in range(q.n):
-        lik_derivs(md.lik, yi, m + sq * q.x[k], md.par, &lp, &g1, &g2, &g3)
-        a = 1.0 + sq * dn * q.x[k]
-        a = q.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x)
+        f = m + sq * q.x[k]
+        lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3)
+        a = q.logw[k] + lp + c * f * (2.0 + dn * (f - 2.0 * m))
         if a > mx:
             mx = a
     if sums != NULL:
@@ -750,15 +754,14 @@ cdef double _pl_correction(const Model* md, double yi, double m, double v,
     if not (mx > -INFINITY):
         return mx
     for k in range(q.n):
-        if lik_derivs(md.lik, yi, m + sq * q.x[k], md.par, &lp, &g1, &g2, &g3) != 0:
+        f = m + sq * q.x[k]
+        if lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3) != 0:
             g1 = 0.0                     # piecewise constant in f
-        a = 1.0 + sq * dn * q.x[k]
-        h = exp(q.logw[k] + lp + 0.5 * rho2 * a * a / (1.0 - x) - mx)
+        h = exp(q.logw[k] + lp + c * f * (2.0 + dn * (f - 2.0 * m)) - mx)
         acc += h
         if sums == NULL:
             continue
-        g1 += rho2 * dn * a / (1.0 - x)
-        f = m + sq * q.x[k]
+        g1 += 2.0 * c * (1.0 + dn * (f - m))
         sums[0] += h * g1
         sums[1] += h * g1 * q.x[k]
         sums[2] += h * f
@@ -785,28 +788,29 @@ cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double*
       log Z_lin = -log|B|/2 + nu'mu/2 - sum_i [log(2 pi Omega_i) + (y_i - b_i)^2 / Omega_i] / 2,
 
     and the log(2 pi Omega_i)/2 cancels against the correction's, leaving per label
-    -(y - b)^2 / (2 Omega) + log sum_k w_k p(y | f_k) exp(u_k^2 / 2) with f_k = mu +
-    sqrt(P) x_k and u_k = (y - b - A f_k) / sqrt(Omega); in the quantities of
-    ``_slr``, (y - b)^2 / Omega = rho^2 (1 - mu d_{-y})^2 / (1 - x) and
-    u_k^2 = rho^2 (1 + sqrt(P) d_{-y} x_k)^2 / (1 - x), rho^2 = Z_{-y} / Z_y.  When
-    x > 1/2 the integrand grows faster than the Gaussian weight decays and the
-    correction integral itself diverges; the rule's finite sum is then what the
-    paper's sigma-point estimate computes.  Labels whose SLR is not finite are left
-    out and counted in n_bad.  The Gaussian likelihood is linear: no correction."""
+    log sum_k w_k p(y | f_k) exp((u_k^2 - u_0^2) / 2) with f_k = mu + sqrt(P) x_k,
+    u_k = (y - b - A f_k) / sqrt(Omega) and u_0 = (y - b) / sqrt(Omega).  In the
+    quantities of ``_slr``, u = rho (1 + d_{-y} (f - mu)) / sqrt(1 - x) with
+    rho^2 = Z_{-y} / Z_y, and since Z_y + Z_{-y} = 1, rho^2 d_{-y} = -d_y: the
+    exponent is -d_y f_k (2 + d_{-y} (f_k - 2 mu)) / (2 (1 - x)), free of rho^2,
+    which overflows where the marginal lies far on the wrong side of the label
+    (each of u_k^2, u_0^2 is then huge; their difference is not).  When x > 1/2
+    the integrand grows faster than the Gaussian weight decays and the correction
+    integral itself diverges; the rule's finite sum is then what the paper's
+    sigma-point estimate computes.  Labels whose SLR is not finite are left out
+    and counted in n_bad.  The Gaussian likelihood is linear: no correction."""
     cdef int i
-    cdef double total = 0.0, t, v, lrho2, dn, x, rho2
+    cdef double total = 0.0, t, v, dy, dn, x
     n_bad[0] = 0
     for i in range(n):
         total += 0.5 * nu[i] * mu[i] - log(L[i + i * n])
         if md.lik == LIK_GAUSSIAN:
             total -= 0.5 * (log(2.0 * M_PI * md.par[0]) + y[i] * y[i] / md.par[0])
             continue
-        if not _slr(md, y[i], var[i], mu[i], &t, &v, &lrho2, &dn, &x):
+        if not _slr(md, y[i], var[i], mu[i], &t, &v, &dy, &dn, &x):
             n_bad[0] += 1
             continue
-        rho2 = exp(lrho2)
-        total -= 0.5 * rho2 * (1.0 - mu[i] * dn) * (1.0 - mu[i] * dn) / (1.0 - x)
-        total += _pl_correction(md, y[i], mu[i], var[i], rho2, dn, x, NULL)
+        total += _pl_correction(md, y[i], mu[i], var[i], dy, dn, x, NULL)
     return total
 
 
@@ -895,10 +899,11 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     sites for the gradient, or a 0 x 0 array.
 
     Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts,
-    n_inner, n_single, Q) where counts = (skipped_cavity, clipped_site, nonfinite,
-    bad_cavity_at_end, clipped_in_last_sweep, rejected_steps), n_inner the number of
-    linearised sweeps, n_single the number of single-precision factorisations and
-    Q the n x m correction of the m negative sites at the end (R = S B^{-1} S - Q Q').
+    n_inner, n_single, residual, Q) where counts = (skipped_cavity, clipped_site,
+    nonfinite, bad_cavity_at_end, clipped_in_last_sweep, rejected_steps), n_inner the
+    number of linearised sweeps, n_single the number of single-precision
+    factorisations, residual the largest relative site change of the last parallel
+    proposal (sequential: of the last sweep) and Q the n x m correction of the m negative sites at the end (R = S B^{-1} S - Q Q').
     n_sweeps counts the sweeps followed by a factorisation.  On return L = chol(B),
     S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean weights), mu and var the
     marginal means and variances at the final sites.
@@ -912,7 +917,10 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef bint single = False, prev_single = False, use_single, single_ok = True
     cdef double keep_single = sqrt(10.0 * tol)
     cdef double accel_below = 0.1, damping0 = damping
-    cdef double logz = 0.0, logz_old = INFINITY, change, change_old = INFINITY, dlik0 = 0.0
+    cdef double chord_scale = 1.0
+    cdef int n_stalled = -1
+    cdef double logz = 0.0, logz_old = INFINITY, change = INFINITY, change_old = INFINITY
+    cdef double dlik0 = 0.0
     cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
     cdef double *Linv = NULL
     cdef double *own_linv = NULL
@@ -961,7 +969,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     if rule == RULE_PL and lik != LIK_GAUSSIAN and evq_x.shape[0] == 0:
         raise ValueError("posterior linearisation needs the evidence quadrature rule.")
     if n == 0:
-        return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0,
+        return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0, 0.0,
                 np.zeros((0, 0), order="F"))
     _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
     # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
@@ -1045,9 +1053,25 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 if sweep >= max_sweeps:
                     break
                 if accel_used and change > 0.5 * change_old:
-                    # The linearisation was not good enough here: plain (damped)
-                    # sweeps until the residual has halved.
-                    accel_below = 0.5 * (change if change < change_old else change_old)
+                    # The chord step overshot: shorten it; after CHORD_HALVINGS
+                    # failures the linearisation is not good enough here: plain
+                    # (damped) sweeps until the residual has halved.
+                    if chord_scale > 0.5 ** CHORD_HALVINGS:
+                        chord_scale *= 0.5
+                    else:
+                        chord_scale = 1.0
+                        accel_below = 0.5 * (change if change < change_old
+                                             else change_old)
+                        n_stalled = 0
+                elif accel_used and chord_scale < 1.0:
+                    chord_scale *= 2.0
+                elif accelerate and change > accel_below and change > 0.95 * change_old \
+                        and n_stalled >= 0:
+                    # ... or until STALLED_SWEEPS of them have barely reduced it (a
+                    # slow or unstable mode): then the chord model is the better bet.
+                    n_stalled += 1
+                    if n_stalled >= STALLED_SWEEPS:
+                        accel_below = change
                 accel_used = accelerate and change <= accel_below
                 # Plain parallel EP: a growing residual after the first sweeps means
                 # the joint update overshoots; damp it more.
@@ -1089,6 +1113,10 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                             n, damping,
                             0.01 * (tol if tol > change * change else change * change),
                             49, work + 9 * n)
+                        if chord_scale < 1.0:
+                            for i in range(n):
+                                taup[i] = tau_old[i] + chord_scale * (taup[i] - tau_old[i])
+                                nup[i] = nu_old[i] + chord_scale * (nup[i] - nu_old[i])
                     for attempt in range(2):
                         # A single-precision factorisation that fails, or whose
                         # marginals look improper, is redone in double.
@@ -1236,7 +1264,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         _neg_free(&ng)
     return (status, sweep, bool(converged), logz, dlik0, damping,
             (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject), n_inner,
-            n_single, Q)
+            n_single, change, Q)
 
 
 def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,
@@ -1275,7 +1303,7 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
     cdef int n = y.shape[0], i
     cdef Model md
     cdef Quad quad, evq
-    cdef double t, v, lrho2, dn, x, dpar = 0.0
+    cdef double t, v, dy, dn, x, dpar = 0.0
     cdef double sums[5]
     if mu.shape[0] != n or var.shape[0] != n:
         raise ValueError("y, mu and var must have the same length.")
@@ -1295,9 +1323,9 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
         return g_mu, g_P, e_f, e_f2, dpar
     with nogil:
         for i in range(n):
-            if not _slr(&md, y[i], var[i], mu[i], &t, &v, &lrho2, &dn, &x):
+            if not _slr(&md, y[i], var[i], mu[i], &t, &v, &dy, &dn, &x):
                 continue
-            _pl_correction(&md, y[i], mu[i], var[i], exp(lrho2), dn, x, sums)
+            _pl_correction(&md, y[i], mu[i], var[i], dy, dn, x, sums)
             gm[i] = sums[0]
             gp[i] = sums[1]
             ef[i] = sums[2]
@@ -1314,7 +1342,7 @@ def pl_sites(int lik, const double[::1] par, const double[::1] quad_x,
     cdef int n = y.shape[0], i
     cdef Model md
     cdef Quad quad, evq
-    cdef double lrho2, dn, x
+    cdef double dy, dn, x
     if mu.shape[0] != n or var.shape[0] != n:
         raise ValueError("y, mu and var must have the same length.")
     if quad_x.shape[0] != quad_logw.shape[0]:
@@ -1327,7 +1355,7 @@ def pl_sites(int lik, const double[::1] par, const double[::1] quad_x,
                 quad_logw[:0], RULE_PL)
     with nogil:
         for i in range(n):
-            if not _slr(&md, y[i], var[i], mu[i], &tv[i], &nv[i], &lrho2, &dn, &x):
+            if not _slr(&md, y[i], var[i], mu[i], &tv[i], &nv[i], &dy, &dn, &x):
                 tv[i] = NAN
                 nv[i] = NAN
     return tau, nu

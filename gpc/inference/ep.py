@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 
 from .. import _ep
 from ..posterior import SitePosterior
+from .._validation import NotPositiveDefiniteError
 from ._base import InferenceResult, register, with_jitter
 
 
@@ -28,7 +29,9 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
     likelihood : Likelihood
         Any likelihood with Gaussian moments (probit, logit, noisy threshold, step).
     init : dict, optional
-        A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from.
+        A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from
+        (if that run fails or ends unconverged, the run from the prior is made
+        too and the one nearer a fixed point kept; ``info["warm_start_rejected"]``).
     compute_gradient : bool
         Whether to compute ``dK = (b b' - S B^{-1} S) / 2`` (exact at the fixed
         point, R&W Alg. 5.2) and ``dlik``.
@@ -77,8 +80,11 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         (it only steers the cheap sweeps; its error is far below their own).  The
         cheap sweeps are Anderson-accelerated (the last 5 steps mixed), so they also
         converge where plain sweeps contract slowly.
-        Suspended, after a step that fails to halve the residual, until plain
-        sweeps have halved it.
+        A chord step that fails to halve the residual is halved next time (up to
+        three times, restored step by step after successes); after that the
+        acceleration pauses until plain sweeps have halved the residual, or until
+        four of them have each cut it by less than 5% (a stalled or unstable
+        mode, where the chord model is the better bet).
 
     Returns
     -------
@@ -86,7 +92,10 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         ``state = {"tau", "nu"}``; ``info`` holds ``n_sweeps`` (sweeps followed by
         a factorisation), ``n_linearised_sweeps`` (the cheap sweeps of
         ``accelerate``), ``n_single_precision`` (factorisations done in single
-        precision, including any redone in double), ``converged``,
+        precision, including any redone in double), ``warm_start_rejected``
+        (the run from ``init`` failed or ended unconverged, and the run from
+        the prior, made too, ended nearer a fixed point: the result and counts
+        are that run's), ``converged``,
         ``damping`` (final), ``n_negative`` (sites with negative precision at the
         end) and the counts of the improper-update policy (see Notes):
         ``n_skipped`` (site left unchanged), ``n_clipped`` (site precision clipped
@@ -162,12 +171,12 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
     qx = np.ascontiguousarray(likelihood.quad_x, dtype=np.float64)
     qw = np.ascontiguousarray(likelihood.quad_logw, dtype=np.float64)
-    tau0, nu0 = np.zeros(n), np.zeros(n)
+    starts = [(np.zeros(n), np.zeros(n))]
     if init is not None and "tau" in init and "nu" in init:
         t, v = np.asarray(init["tau"], float), np.asarray(init["nu"], float)
         if t.shape == (n,) and v.shape == (n,) and np.isfinite(t).all() \
                 and np.isfinite(v).all():
-            tau0, nu0 = t.copy(), v.copy()
+            starts.insert(0, (t, v))
     if parallel:
         orders = np.zeros((1, n), dtype=np.intc)
     elif order == "fixed":
@@ -183,8 +192,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         evq_x, evq_logw = (np.ascontiguousarray(a, dtype=np.float64)
                            for a in evidence_rule)
 
-    def attempt(Kj):
-        tau, nu = tau0.copy(), nu0.copy()
+    def attempt(Kj, start):
+        tau, nu = start[0].copy(), start[1].copy()
         L = np.zeros((n, n), order="F")
         b, S, mu, var = (np.empty(n) for _ in range(4))
         # Holds L^{-1} and then B^{-1} (lower triangle), made into dK: all written.
@@ -199,9 +208,41 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                                      "(the kernel matrix is probably badly scaled).")
         return Kj, tau, nu, L, b, S, mu, var, Binv, out
 
-    (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter = with_jitter(K, attempt)
+    # A warm start is only a guess: sites fitted to other hyperparameters can put
+    # the marginals far into a likelihood's tail, from where the updates may run
+    # away (PL's linearisation there has a vanishing slope but a finite offset).
+    # When the warm run fails or ends unconverged, the run from the prior (the
+    # default start) is made too, and the one nearer a fixed point (the smaller
+    # final residual, with a finite evidence) is kept.
+    runs = []                                      # (fields, jitter, from_prior)
+    for k, start in enumerate(starts):
+        from_prior = k == len(starts) - 1
+        try:
+            fields, jitter = with_jitter(K, lambda Kj: attempt(Kj, start))
+        except (FloatingPointError, NotPositiveDefiniteError):
+            if from_prior and not runs:
+                raise
+            continue
+        runs.append((fields, jitter, from_prior))
+        out = fields[-1]
+        if out[2] and np.isfinite(out[3]):
+            break
+
+    def distance(run):
+        out = run[0][-1]
+        return (not np.isfinite(out[3]), out[9])  # (evidence not finite, residual)
+
+    (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter, from_prior = min(
+        runs, key=distance)
     (_, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner,
-     n_single, Q) = out
+     n_single, _, Q) = out
+    warm_restarted = len(starts) == 2 and from_prior
+    if not np.isfinite(log_evidence):
+        raise FloatingPointError(
+            f"{name}: the log evidence is not finite after {n_sweeps} sweeps "
+            f"({'converged' if converged else 'not converged'}); the posterior has "
+            "run into a region where the likelihood's moments underflow (try a "
+            "smaller kernel variance or more damping).")
     n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject = counts
     if not converged:
         warnings.warn(f"{name} did not converge in {n_sweeps} sweeps (max_sweeps="
@@ -234,6 +275,9 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         # The moments give d log Z_i / d par[0]: every likelihood has at most one
         # parameter so far.
         dlik = np.full(len(par), dlik0) if len(par) else np.zeros(0)
+        if not np.isfinite(dlik).all():
+            raise FloatingPointError(f"{name}: the evidence's derivative with respect "
+                                     f"to the likelihood parameter is not finite.")
     return InferenceResult(
         posterior=SitePosterior(b, S, L, Q if Q.shape[1] else None),
         log_evidence=float(log_evidence),
@@ -242,7 +286,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         state={"tau": tau, "nu": nu},
         info={"method": name.lower(), "updates": updates, "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
-              "n_single_precision": n_single,
+              "n_single_precision": n_single, "warm_start_rejected": warm_restarted,
               "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,

@@ -184,13 +184,20 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
                                  f"(GMRES info {info}).")
     lt, ln = lam[:n], lam[n:]
     if len(par):
-        # dE/dpar = dq/dpar + lambda' dF/dpar (the sites move with the parameter).
+        # dE/dpar = dq/dpar + lambda' dF/dpar (the sites move with the parameter);
+        # central differences inside the parameter's range, one-sided at its ends
+        # (the noisy threshold's eps = 0.5).
         hp = 1e-6 * max(abs(par[0]), 1e-3)
-        tp, np_ = sites(mu, var, par + hp)
-        tm, nm = sites(mu, var, par - hp)
-        dpar += lt @ ((tp - tm) / (2 * hp)) + ln @ ((np_ - nm) / (2 * hp))
+        up = par + hp if likelihood._admissible(par[0] + hp) else par
+        down = par - hp if likelihood._admissible(par[0] - hp) else par
+        tp, np_ = sites(mu, var, up)
+        tm, nm = sites(mu, var, down)
+        step = up[0] - down[0]
+        dpar += lt @ ((tp - tm) / step) + ln @ ((np_ - nm) / step)
     w_mu = g_mu + t_mu * lt + n_mu * ln
     w_P = g_P + t_P * lt + n_P * ln
+    if not (np.isfinite(w_mu).all() and np.isfinite(w_P).all() and np.isfinite(dpar)):
+        raise FloatingPointError("PL gradient: non-finite adjoint weights.")
     WU = w_P[:, None] * U
     D = _blas.dgemm(1.0, U, WU, trans_a=1)                # U' W U
     D -= WU
