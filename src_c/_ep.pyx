@@ -546,6 +546,7 @@ cdef enum:
     AA_MEMORY = 5       # Anderson acceleration: number of past steps mixed
     CHORD_HALVINGS = 3  # chord-Newton steps shortened before acceleration pauses
     STALLED_SWEEPS = 4  # stalled plain sweeps before a paused acceleration resumes
+    RUNAWAY_GROWTH = 100  # residual growth (above 1) that stops a parallel run
 
 
 cdef bint _anderson_weights(const double* dF, const double* f, int m2, int mk,
@@ -863,7 +864,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
            double[::1] S, double[::1] mu, double[::1] var, bint parallel,
            const int[:, ::1] orders, double damping, double min_damping,
            double tol, int max_sweeps, bint accelerate, double[::1, :] Binv,
-           int rule, const double[::1] evq_x, const double[::1] evq_logw):
+           int rule, const double[::1] evq_x, const double[::1] evq_logw,
+           double damping_start=-1.0):
     """Run EP (``rule`` RULE_EP) or posterior linearisation (RULE_PL: sites by
     ``_slr`` at the marginals, log evidence by ``_pl_log_evidence`` with the
     Gauss-Hermite rule ``evq``) to convergence from the sites (tau, nu) given
@@ -896,7 +898,9 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     the gradient always come from a double-precision factorisation.
 
     ``Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the final
-    sites for the gradient, or a 0 x 0 array.
+    sites for the gradient, or a 0 x 0 array.  ``damping_start`` (parallel only):
+    the damping of the first steps if below ``damping``, which it recovers to while
+    the residual falls.
 
     Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts,
     n_inner, n_single, residual, Q) where counts = (skipped_cavity, clipped_site,
@@ -917,7 +921,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef bint single = False, prev_single = False, use_single, single_ok = True
     cdef double keep_single = sqrt(10.0 * tol)
     cdef double accel_below = 0.1, damping0 = damping
-    cdef double chord_scale = 1.0
+    cdef double chord_scale = 1.0, best_change = INFINITY
     cdef int n_stalled = -1
     cdef double logz = 0.0, logz_old = INFINITY, change = INFINITY, change_old = INFINITY
     cdef double dlik0 = 0.0
@@ -972,6 +976,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0, 0.0,
                 np.zeros((0, 0), order="F"))
     _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
+    if parallel and 0.0 < damping_start < damping:
+        damping = damping_start
     # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
     if not want_binv:
         own_linv = <double*> malloc(n * n * sizeof(double))
@@ -1045,6 +1051,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     # noise-free likelihood).  Numerically singular, like a failed
                     # factorisation: the caller retries with jitter on K.
                     status = ST_NOT_PD
+                    break
+                if change < best_change:
+                    best_change = change
+                elif change > 1.0 and change > RUNAWAY_GROWTH * best_change:
+                    # Running away (e.g. undamped updates on a large, strongly
+                    # correlated K): stop unconverged; the caller tries its next start.
                     break
                 if change <= tol and (sweep == 0 or prev_single or
                                       fabs(logz - logz_old) <= tol * (1.0 + fabs(logz))):

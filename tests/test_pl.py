@@ -176,10 +176,10 @@ def test_warm_start_needs_fewer_sweeps():
     assert warm.log_evidence == pytest.approx(cold.log_evidence, abs=1e-8)
 
 
-def _housing_fold():
-    """The first of 10 stratified folds of housing (seed 0), standardised on it."""
+def _first_fold(name):
+    """The first of 10 stratified folds of a data set (seed 0), standardised on it."""
     from sklearn.model_selection import StratifiedKFold
-    X, y01 = load_dataset("housing")
+    X, y01 = load_dataset(name)
     train, _ = next(iter(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y01)))
     X = X[train]
     return (X - X.mean(0)) / X.std(0), 2.0 * y01[train] - 1.0
@@ -193,7 +193,7 @@ def test_a_runaway_warm_start_gives_way_to_the_run_from_the_prior():
     # the means run away (to ~1e6, all site precisions 0) instead of converging.
     # The run from the prior is then made too and kept: exactly the cold result.
     fix = np.load(Path(__file__).parent / "data" / "pl_runaway_warm_start.npz")
-    X, y = _housing_fold()
+    X, y = _first_fold("housing")
     kernel = gpc.kernels.paper_kernel(np.ones(X.shape[1]), jitter=0.1)
     kernel.theta = fix["theta"]
     K = np.asfortranarray(kernel(X))
@@ -206,6 +206,25 @@ def test_a_runaway_warm_start_gives_way_to_the_run_from_the_prior():
     assert warm.log_evidence == cold.log_evidence
     np.testing.assert_array_equal(warm.dK, cold.dK)
     assert np.isfinite(warm.dK).all() and np.abs(warm.info["mean"]).max() < 100
+
+
+def test_a_runaway_parallel_run_is_redone_with_damping():
+    # Thyroid, the kernel L-BFGS-B found there for the logit (signal variance 1150,
+    # bias 100): undamped parallel probit PL from the prior runs away (the site
+    # changes look small next to 1, but move every marginal by hundreds), is stopped
+    # once its residual has grown 100-fold past 1, and is redone with the damping
+    # starting at 1/2, which converges to sequential PL's fixed point.
+    X, y = _first_fold("thyroid")
+    kernel = gpc.kernels.paper_kernel(np.ones(X.shape[1]), jitter=0.1)
+    kernel.theta = np.log([6.04, 1.28, 5.06, 1e3, 1.55, 1.15e3, 100.0])
+    K = np.asfortranarray(kernel(X))
+    par = pl(K, y, "probit", updates="parallel")
+    seq = pl(K, y, "probit", updates="sequential")
+    assert par.info["converged"] and seq.info["converged"]
+    assert par.info["n_runs"] == 2 and par.info["start_damping"] == 0.5
+    assert par.log_evidence == pytest.approx(seq.log_evidence, abs=1e-7)
+    np.testing.assert_allclose(par.info["mean"], seq.info["mean"], rtol=1e-6,
+                               atol=1e-6)
 
 
 def test_parallel_noisy_threshold_converges_where_plain_sweeps_stall():

@@ -30,8 +30,8 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         Any likelihood with Gaussian moments (probit, logit, noisy threshold, step).
     init : dict, optional
         A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from
-        (if that run fails or ends unconverged, the run from the prior is made
-        too and the one nearer a fixed point kept; ``info["warm_start_rejected"]``).
+        (if that run fails or ends unconverged, runs from the prior are made
+        too and the one nearest a fixed point kept; ``info["warm_start_rejected"]``).
     compute_gradient : bool
         Whether to compute ``dK = (b b' - S B^{-1} S) / 2`` (exact at the fixed
         point, R&W Alg. 5.2) and ``dlik``.
@@ -52,7 +52,10 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         for both; parallel EP halves it (down to ``min_damping``) whenever the largest
         site change grows from one sweep to the next, which makes it converge where
         undamped parallel updates oscillate, and raises it by a factor 1.25 (up to
-        the value given) while that change falls.
+        the value given) while that change falls.  A parallel run from the prior
+        that fails or ends unconverged is redone with the damping starting at 1/2,
+        then 1/4 of the value given (``info["n_runs"]``); ``max_sweeps`` applies
+        to each run.
     min_damping : float, default=0.05
         Floor of the adaptive damping of parallel EP.
     order : {"fixed", "random"}, default="fixed"
@@ -93,9 +96,12 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         a factorisation), ``n_linearised_sweeps`` (the cheap sweeps of
         ``accelerate``), ``n_single_precision`` (factorisations done in single
         precision, including any redone in double), ``warm_start_rejected``
-        (the run from ``init`` failed or ended unconverged, and the run from
+        (the run from ``init`` failed or ended unconverged, and a run from
         the prior, made too, ended nearer a fixed point: the result and counts
-        are that run's), ``converged``,
+        are that run's), ``n_runs`` (runs made: a run that fails or ends
+        unconverged is followed by the next start, see ``init`` and
+        ``damping``), ``start_damping`` (the kept run's initial damping),
+        ``converged``,
         ``damping`` (final), ``n_negative`` (sites with negative precision at the
         end) and the counts of the improper-update policy (see Notes):
         ``n_skipped`` (site left unchanged), ``n_clipped`` (site precision clipped
@@ -171,12 +177,18 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
     qx = np.ascontiguousarray(likelihood.quad_x, dtype=np.float64)
     qw = np.ascontiguousarray(likelihood.quad_logw, dtype=np.float64)
-    starts = [(np.zeros(n), np.zeros(n))]
+    # Starts tried in turn until a run converges: (tau, nu, initial damping, from
+    # the prior).  Parallel runs from the prior are retried with the damping
+    # starting at 1/2 and 1/4 of its value (it recovers while the residual falls).
+    prior = (np.zeros(n), np.zeros(n))
+    starts = [(*prior, damping, True)]
+    if parallel:
+        starts += [(*prior, 0.5 * damping, True), (*prior, 0.25 * damping, True)]
     if init is not None and "tau" in init and "nu" in init:
         t, v = np.asarray(init["tau"], float), np.asarray(init["nu"], float)
         if t.shape == (n,) and v.shape == (n,) and np.isfinite(t).all() \
                 and np.isfinite(v).all():
-            starts.insert(0, (t, v))
+            starts.insert(0, (t, v, damping, False))
     if parallel:
         orders = np.zeros((1, n), dtype=np.intc)
     elif order == "fixed":
@@ -193,14 +205,15 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                            for a in evidence_rule)
 
     def attempt(Kj, start):
-        tau, nu = start[0].copy(), start[1].copy()
+        tau, nu, damping_start = start[0].copy(), start[1].copy(), start[2]
         L = np.zeros((n, n), order="F")
         b, S, mu, var = (np.empty(n) for _ in range(4))
         # Holds L^{-1} and then B^{-1} (lower triangle), made into dK: all written.
         Binv = np.empty((n, n) if compute_gradient else (0, 0), order="F")
         out = _ep.ep_run(Kj, y, likelihood.code, par, qx, qw, tau, nu, L, b, S, mu, var,
                          parallel, orders, damping, float(min_damping), float(tol),
-                         max_sweeps, bool(accelerate), Binv, rule, evq_x, evq_logw)
+                         max_sweeps, bool(accelerate), Binv, rule, evq_x, evq_logw,
+                         damping_start)
         if out[0] == _ep.STATUS_NOT_PD:
             return None
         if out[0] == _ep.STATUS_NONFINITE:
@@ -211,19 +224,20 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     # A warm start is only a guess: sites fitted to other hyperparameters can put
     # the marginals far into a likelihood's tail, from where the updates may run
     # away (PL's linearisation there has a vanishing slope but a finite offset).
-    # When the warm run fails or ends unconverged, the run from the prior (the
-    # default start) is made too, and the one nearer a fixed point (the smaller
-    # final residual, with a finite evidence) is kept.
-    runs = []                                      # (fields, jitter, from_prior)
+    # Undamped parallel updates can run away too where K is large and strongly
+    # correlated (the site changes look small next to 1 but move every marginal
+    # far).  So when a run fails or ends unconverged, the next start is tried, and
+    # of the runs made the one nearest a fixed point (the smallest final residual,
+    # with a finite evidence) is kept.
+    runs = []                                      # (fields, jitter, start)
     for k, start in enumerate(starts):
-        from_prior = k == len(starts) - 1
         try:
             fields, jitter = with_jitter(K, lambda Kj: attempt(Kj, start))
         except (FloatingPointError, NotPositiveDefiniteError):
-            if from_prior and not runs:
+            if k == len(starts) - 1 and not runs:
                 raise
             continue
-        runs.append((fields, jitter, from_prior))
+        runs.append((fields, jitter, start))
         out = fields[-1]
         if out[2] and np.isfinite(out[3]):
             break
@@ -232,11 +246,10 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         out = run[0][-1]
         return (not np.isfinite(out[3]), out[9])  # (evidence not finite, residual)
 
-    (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter, from_prior = min(
-        runs, key=distance)
+    (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter, start = min(runs, key=distance)
     (_, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner,
      n_single, _, Q) = out
-    warm_restarted = len(starts) == 2 and from_prior
+    warm_restarted = len(starts) > 1 and not starts[0][3] and start[3]
     if not np.isfinite(log_evidence):
         raise FloatingPointError(
             f"{name}: the log evidence is not finite after {n_sweeps} sweeps "
@@ -287,6 +300,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         info={"method": name.lower(), "updates": updates, "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
               "n_single_precision": n_single, "warm_start_rejected": warm_restarted,
+              "n_runs": len(runs), "start_damping": start[2],
               "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
