@@ -65,3 +65,12 @@ def machine_line():
             f"{platform.python_version()}, numpy {np.__version__}, scipy "
             f"{scipy.__version__}, scikit-learn {sklearn.__version__}, gpc "
             f"{gpc.__version__}; BLAS: {', '.join(libs) or 'unknown'}.")
+
+
+def publish(text, path=None):
+    """Print a Markdown report and, with a path, write it there (folders made)."""
+    print(text)
+    if path:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text)

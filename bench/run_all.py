@@ -15,7 +15,7 @@ import sys
 import bench_ep
 import bench_laplace
 import bench_pl
-from _common import machine_line
+from _common import machine_line, publish
 
 SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl}
 
@@ -34,11 +34,7 @@ def main(argv=None):
     for name in ["laplace", "ep", "pl"]:
         if name in args.only:
             sections.append(SUITES[name].run(args))
-    text = "\n".join(sections)
-    print(text)
-    if args.write:
-        with open(args.write, "w") as fh:
-            fh.write(text)
+    publish("\n".join(sections), args.write)
 
 
 if __name__ == "__main__":
