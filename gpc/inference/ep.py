@@ -229,24 +229,26 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     # far).  So when a run fails or ends unconverged, the next start is tried, and
     # of the runs made the one nearest a fixed point (the smallest final residual,
     # with a finite evidence) is kept.
-    runs = []                                      # (fields, jitter, start)
-    for k, start in enumerate(starts):
-        try:
-            fields, jitter = with_jitter(K, lambda Kj: attempt(Kj, start))
-        except (FloatingPointError, NotPositiveDefiniteError):
-            if k == len(starts) - 1 and not runs:
-                raise
-            continue
-        runs.append((fields, jitter, start))
-        out = fields[-1]
-        if out[2] and np.isfinite(out[3]):
-            break
-
     def distance(run):
         out = run[0][-1]
         return (not np.isfinite(out[3]), out[9])  # (evidence not finite, residual)
 
-    (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter, start = min(runs, key=distance)
+    best, n_runs = None, 0                         # best = (fields, jitter, start)
+    for k, start in enumerate(starts):
+        try:
+            run = (*with_jitter(K, lambda Kj: attempt(Kj, start)), start)
+        except (FloatingPointError, NotPositiveDefiniteError):
+            if k == len(starts) - 1 and best is None:
+                raise
+            continue
+        n_runs += 1
+        if best is None or distance(run) < distance(best):
+            best = run                             # (only the best run's n x n kept)
+        out = run[0][-1]
+        del run
+        if out[2] and np.isfinite(out[3]):
+            break
+    (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter, start = best
     (_, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner,
      n_single, _, Q) = out
     warm_restarted = len(starts) > 1 and not starts[0][3] and start[3]
@@ -300,7 +302,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         info={"method": name.lower(), "updates": updates, "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
               "n_single_precision": n_single, "warm_start_rejected": warm_restarted,
-              "n_runs": len(runs), "start_damping": start[2],
+              "n_runs": n_runs, "start_damping": start[2],
               "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
