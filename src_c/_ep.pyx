@@ -907,7 +907,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     nonfinite, bad_cavity_at_end, clipped_in_last_sweep, rejected_steps), n_inner the
     number of linearised sweeps, n_single the number of single-precision
     factorisations, residual the largest relative site change of the last parallel
-    proposal (sequential: of the last sweep) and Q the n x m correction of the m negative sites at the end (R = S B^{-1} S - Q Q').
+    proposal (sequential: of the last sweep) and Q the n x m correction of the m
+    negative sites at the end (R = S B^{-1} S - Q Q').
     n_sweeps counts the sweeps followed by a factorisation.  On return L = chol(B),
     S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean weights), mu and var the
     marginal means and variances at the final sites.
