@@ -148,8 +148,8 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     optimizer : "fmin_l_bfgs_b" or callable, default="fmin_l_bfgs_b"
         "fmin_l_bfgs_b" is SciPy's L-BFGS-B, resumed from its end point (up to three
         times, while that improves the objective) when it stops with a projected
-        gradient above 1e-3 (a stalled line search).  A callable has scikit-learn's signature
-        ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)``, where
+        gradient above 1e-3 (a stalled line search).  A callable has
+        scikit-learn's signature ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)``, where
         ``obj_func(theta, eval_gradient=True)`` returns the NEGATIVE objective (and its
         gradient).
     n_restarts : int, default=0
@@ -253,21 +253,20 @@ def _lbfgsb(obj_func, start, bounds, max_resumes=3, pg_tol=1e-3):
     propose steps whose line search fails far from a stationary point (e.g. PL on
     glass with the logit: stopped at -34.676 with |gradient| 0.61; resumed once,
     -34.144, where finite-difference L-BFGS-B ends too)."""
+    res = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = scipy.optimize.minimize(obj_func, start, method="L-BFGS-B", jac=True,
-                                      bounds=bounds)
-        for _ in range(max_resumes):
+        for _ in range(1 + max_resumes):
+            run = scipy.optimize.minimize(obj_func, start if res is None else res.x,
+                                          method="L-BFGS-B", jac=True, bounds=bounds)
+            if res is not None:
+                run.nit += res.nit
+                if run.fun >= res.fun - 1e-10 * (1.0 + abs(res.fun)):  # no gain
+                    res = run if run.fun < res.fun else res
+                    break
+            res = run
             if np.max(np.abs(_projected_gradient(res.x, res.jac, bounds)),
                       initial=0.0) <= pg_tol:
-                break
-            again = scipy.optimize.minimize(obj_func, res.x, method="L-BFGS-B",
-                                            jac=True, bounds=bounds)
-            improved = again.fun < res.fun - 1e-10 * (1.0 + abs(res.fun))
-            if again.fun <= res.fun:
-                again.nit += res.nit
-                res = again
-            if not improved:
                 break
     return res
 

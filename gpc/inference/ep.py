@@ -251,7 +251,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter, start = best
     (_, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner,
      n_single, _, Q) = out
-    warm_restarted = len(starts) > 1 and not starts[0][3] and start[3]
+    warm_rejected = len(starts) > 1 and not starts[0][3] and start[3]
     if not np.isfinite(log_evidence):
         raise FloatingPointError(
             f"{name}: the log evidence is not finite after {n_sweeps} sweeps "
@@ -301,7 +301,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         state={"tau": tau, "nu": nu},
         info={"method": name.lower(), "updates": updates, "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
-              "n_single_precision": n_single, "warm_start_rejected": warm_restarted,
+              "n_single_precision": n_single, "warm_start_rejected": warm_rejected,
               "n_runs": n_runs, "start_damping": start[2],
               "converged": bool(converged), "damping": damping_end,
               "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
