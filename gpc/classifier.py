@@ -227,8 +227,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     n_restarts_optimizer : int, default=0
         Extra optimiser starts drawn uniformly within the log-bounds.
     max_iter_predict : int, default=100
-        Maximum number of iterations of the inference (Newton steps for Laplace,
-        sweeps for EP).
+        Maximum number of iterations of the inference (Newton steps for Laplace
+        and the mean fields, sweeps for EP and PL).
     warm_start : bool, default=False
         Start the inference of a refit on the same data from the previous fit's state.
         (Within one fit, evaluations are always warm-started.)
@@ -241,11 +241,12 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     n_jobs : int, default=None
         Parallel jobs for the multi-class binary problems.
     method : str, default="laplace"
-        Approximate inference method: "laplace" or "ep" (see
-        :func:`gpc.available_methods`).
+        Approximate inference method: "laplace", "ep", "pl" (posterior
+        linearisation), "mean_field" (variational, its free energy maximised as
+        the evidence), "naive_mean_field" (see :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
-        "logit", "probit", "noisy_threshold", "step" (the last two need
-        ``method="ep"``), or a :mod:`gpc.likelihoods` object. Its parameters whose
+        "logit", "probit", "noisy_threshold", "step" (the last two need a method
+        other than "laplace"), or a :mod:`gpc.likelihoods` object. Its parameters whose
         bounds are not "fixed" (the noisy threshold's eps) are learnt with the
         kernel's when ``optimizer`` is set; ``likelihood_`` of the binary estimators
         holds the fitted values.

@@ -1,0 +1,240 @@
+"""Mean-field GP classification (ensemble and naive): exact cases, the variational
+bound, gradients against finite differences, the solver, the estimator."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import log_ndtr
+from sklearn.exceptions import ConvergenceWarning
+
+import gpc
+from gpc.likelihoods import Gaussian, get_likelihood
+from _sites import LIKS, data, lik_obj, p_lik, se
+
+METHODS = ["mean_field", "naive_mean_field"]
+
+
+def _quad_1d(name, y, k, weight=lambda u: 1.0):
+    """int p(y|f) weight(f) N(f; 0, k) df by adaptive quadrature."""
+    sd = np.sqrt(k)
+    f = lambda u: (p_lik(name, y, u) * weight(u) * np.exp(-0.5 * u * u / k)
+                   / np.sqrt(2 * np.pi * k))
+    pts = [0.0] if name in ("step", "noisy_threshold") else None
+    val, _ = integrate.quad(f, -40 * sd, 40 * sd, points=pts, limit=400,
+                            epsabs=0, epsrel=1e-11)
+    return val
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", LIKS)
+@pytest.mark.parametrize("k", [0.01, 1.0, 30.0])
+def test_one_point_is_exact(method, name, k):
+    # With n = 1 both mean fields are exact: q is the posterior, the free energy is
+    # -log Z, and the gradient is d log Z / dk = E[p (f^2 - k) / (2 k^2)] / Z.
+    for y in (-1.0, 1.0):
+        res = gpc.infer([[k]], [y], method=method, likelihood=lik_obj(name))
+        Z = _quad_1d(name, y, k)
+        assert res.log_evidence == pytest.approx(np.log(Z), rel=1e-9, abs=1e-11)
+        dZ = _quad_1d(name, y, k, lambda u: (u * u - k) / (2 * k * k))
+        assert res.dK[0, 0] == pytest.approx(dZ / Z, rel=1e-7, abs=1e-10)
+
+
+def _log_evidence_2d(name, y, K):
+    """log P(y1, y2): orthant probabilities in closed form for step and probit,
+    a 2-D Gauss-Hermite grid (200 x 200 nodes in whitened coordinates) otherwise."""
+    if name in ("step", "probit"):
+        C = K + (np.eye(2) if name == "probit" else 0.0)
+        rho = y[0] * y[1] * C[0, 1] / np.sqrt(C[0, 0] * C[1, 1])
+        return np.log(0.25 + np.arcsin(rho) / (2 * np.pi))
+    x, w = np.polynomial.hermite_e.hermegauss(200)
+    w = w / w.sum()
+    L = np.linalg.cholesky(K)
+    U1, U2 = np.meshgrid(x, x, indexing="ij")
+    F1 = L[0, 0] * U1
+    F2 = L[1, 0] * U1 + L[1, 1] * U2
+    P = p_lik(name, y[0], F1) * p_lik(name, y[1], F2)
+    return np.log(np.einsum("i,j,ij->", w, w, P))
+
+
+@pytest.mark.parametrize("name", ["step", "probit", "logit"])
+@pytest.mark.parametrize("rho", [-0.95, -0.5, 0.0, 0.3, 0.9, 0.99])
+@pytest.mark.parametrize("scale", [0.1, 1.0, 10.0])
+def test_ensemble_free_energy_bounds_the_evidence_for_two_points(name, rho, scale):
+    K = scale * np.array([[1.0, rho], [rho, 1.3]])
+    K[0, 1] = K[1, 0] = scale * rho * np.sqrt(1.3)
+    for y in ([1.0, 1.0], [1.0, -1.0], [-1.0, -1.0]):
+        exact = _log_evidence_2d(name, np.array(y), K)
+        res = gpc.infer(K, y, method="mean_field", likelihood=name)
+        assert res.log_evidence <= exact + 1e-10
+        if rho == 0.0:           # independent points: the factorised q is exact
+            assert res.log_evidence == pytest.approx(exact, rel=1e-9, abs=1e-12)
+
+
+def test_the_grid_matches_the_closed_form():
+    # The 2-D grid used for the logit above, checked where a closed form exists.
+    K = np.array([[2.0, 1.2], [1.2, 1.5]])
+    y = np.array([1.0, -1.0])
+    x, w = np.polynomial.hermite_e.hermegauss(200)
+    w = w / w.sum()
+    L = np.linalg.cholesky(K)
+    U1, U2 = np.meshgrid(x, x, indexing="ij")
+    P = p_lik("probit", y[0], L[0, 0] * U1) * p_lik("probit", y[1],
+                                                      L[1, 0] * U1 + L[1, 1] * U2)
+    grid = np.log(np.einsum("i,j,ij->", w, w, P))
+    assert grid == pytest.approx(_log_evidence_2d("probit", y, K), rel=1e-10)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_gaussian_likelihood_gives_the_exact_posterior_mean_and_covariance(method):
+    # Mean field is exact for the mean of a Gaussian model; the linear-response
+    # covariance (K^{-1} + W)^{-1} is then the exact posterior covariance too.
+    X, _ = data(12, 3)
+    K = se(X, 0.8, 1.5)
+    y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1]
+    s2 = 0.3
+    res = gpc.infer(K, y, method=method, likelihood=Gaussian(s2))
+    G = np.linalg.solve(K + s2 * np.eye(12), np.eye(12))
+    Xs = np.array([[0.2, -0.1], [1.0, 0.5]])
+    Ks = se(X, 0.8, 1.5, Xs)
+    mean, var = res.posterior.latent_mean_and_variance(Ks, np.full(2, 1.5))
+    np.testing.assert_allclose(mean, Ks.T @ G @ y, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(var, 1.5 - np.einsum("ij,ik,kj->j", Ks, G, Ks),
+                               rtol=1e-9)
+    if method == "mean_field":
+        # The factorised q misses the posterior correlations: the bound is strict.
+        exact = (-0.5 * y @ G @ y - 0.5 * np.linalg.slogdet(K + s2 * np.eye(12))[1]
+                 - 6 * np.log(2 * np.pi))
+        assert res.log_evidence < exact
+
+
+def _sym(n, seed):
+    rng = np.random.RandomState(seed)
+    E = rng.randn(n, n)
+    return E + E.T
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", LIKS)
+@pytest.mark.parametrize("sf2", [0.5, 5.0, 50.0])
+def test_dK_matches_finite_differences(method, name, sf2):
+    X, y = data(10, 1)
+    K = se(X, 1.0, sf2) + 0.05 * sf2 * np.eye(10)
+    lik = lik_obj(name)
+    res = gpc.infer(K, y, method=method, likelihood=lik, tol=1e-12)
+    E = _sym(10, 2)
+    h = 1e-5 * sf2
+    lp, lm = (gpc.infer(K + t * E, y, method=method, likelihood=lik, init=res.state,
+                        tol=1e-12, compute_gradient=False).log_evidence
+              for t in (h, -h))
+    fd = (lp - lm) / (2 * h)
+    assert np.sum(res.dK * E) == pytest.approx(fd, rel=1e-5, abs=1e-7)
+    np.testing.assert_allclose(res.dK, res.dK.T, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_dlik_matches_finite_differences_in_eps(method):
+    X, y = data(10, 4)
+    K = se(X, 1.0, 4.0) + 0.1 * np.eye(10)
+    eps, h = 0.15, 1e-6
+    res = gpc.infer(K, y, method=method, likelihood=gpc.likelihoods.NoisyThreshold(eps),
+                    tol=1e-12)
+    lp, lm = (gpc.infer(K, y, method=method, tol=1e-12, init=res.state,
+                        likelihood=gpc.likelihoods.NoisyThreshold(e)).log_evidence
+              for e in (eps + h, eps - h))
+    assert res.dlik[0] == pytest.approx((lp - lm) / (2 * h), rel=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_solution_satisfies_the_mean_field_equations(method):
+    X, y = data(15, 5)
+    K = se(X, 0.7, 3.0) + 0.1 * np.eye(15)
+    res = gpc.infer(K, y, method=method, likelihood="step")
+    m = res.state["m"]
+    if method == "mean_field":
+        s = 1.0 / np.diag(np.linalg.inv(K))
+    else:
+        s = np.diag(K)
+    z = y * m / np.sqrt(s)
+    g = y * np.exp(-0.5 * z * z - log_ndtr(z)) / np.sqrt(2 * np.pi * s)   # eq. (6)
+    np.testing.assert_allclose(m, K @ g - s * g, rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(res.posterior.alpha, g, rtol=1e-8)
+    # The free energies as the paper writes them (eq. 7 and the one after (9)).
+    F = -np.sum(log_ndtr(z)) + 0.5 * g @ (K - np.diag(s)) @ g
+    if method == "mean_field":
+        F += 0.5 * np.linalg.slogdet(K)[1] - 0.5 * np.sum(np.log(s))
+    assert res.log_evidence == pytest.approx(-F, rel=1e-9)
+
+
+def test_step_likelihood_mean_field_is_not_trivial():
+    # MAP / Laplace gives f = 0 for the noise-free step likelihood; the mean fields
+    # give a posterior mean that classifies separable training data correctly.
+    X, y = data(30, 6)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    K = se(X, 1.0, 4.0) + 0.01 * np.eye(30)
+    for method in METHODS:
+        res = gpc.infer(K, y, method=method, likelihood="step")
+        assert np.all(np.sign(K @ res.posterior.alpha) == y)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_warm_start_saves_iterations_and_gives_the_same_answer(method):
+    X, y = data(40, 7)
+    K = se(X, 1.0, 5.0) + 0.05 * np.eye(40)
+    cold = gpc.infer(K, y, method=method, likelihood="probit")
+    K2 = se(X, 1.05, 5.2) + 0.05 * np.eye(40)
+    ref = gpc.infer(K2, y, method=method, likelihood="probit")
+    warm = gpc.infer(K2, y, method=method, likelihood="probit", init=cold.state)
+    assert warm.info["n_iter"] < ref.info["n_iter"]
+    assert warm.log_evidence == pytest.approx(ref.log_evidence, rel=1e-10)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_iteration_limit_warns(method):
+    X, y = data(20, 8)
+    K = se(X, 1.0, 20.0) + 0.05 * np.eye(20)
+    with pytest.warns(ConvergenceWarning, match="without converging"):
+        res = gpc.infer(K, y, method=method, likelihood="logit", max_iter=1)
+    assert not res.info["converged"] and res.info["n_iter"] == 1
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(ValueError, match="tol"):
+        gpc.infer(np.eye(2), [1, -1], method="mean_field", tol=0)
+    with pytest.raises(ValueError, match="max_iter"):
+        gpc.infer(np.eye(2), [1, -1], method="naive_mean_field", max_iter=-1)
+
+
+def test_ensemble_needs_jitter_for_a_singular_K_and_reports_it():
+    X = np.array([[0.0], [0.0], [1.0]])          # a duplicated input: K is singular
+    K = se(X, 1.0, 1.0)
+    res = gpc.infer(K, [1, 1, -1], method="mean_field", likelihood="probit")
+    assert res.info["jitter"] > 0 and np.isfinite(res.log_evidence)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_classifier_learns_hyperparameters_with_the_free_energy(method):
+    from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+    X, y = data(40, 9)
+    kernel = C(1.0, "fixed") * RBF(1.0) + WhiteKernel(0.1)   # the paper's v term
+    clf = gpc.GaussianProcessClassifier(kernel, method=method, likelihood="step")
+    clf.fit(X, y)
+    est = clf.base_estimator_
+    theta = est.kernel_.theta
+    value, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
+    assert value == pytest.approx(clf.log_marginal_likelihood_value_, rel=1e-8)
+    # At the optimum the gradient vanishes (within the bounds), and it matches
+    # finite differences at a nearby point.
+    theta2 = theta + np.array([0.1, -0.2])
+    v2, g2 = clf.log_marginal_likelihood(theta2, eval_gradient=True)
+    fd = np.array([(clf.log_marginal_likelihood(theta2 + e)
+                    - clf.log_marginal_likelihood(theta2 - e)) / 2e-6
+                   for e in 1e-6 * np.eye(2)])
+    np.testing.assert_allclose(g2, fd, rtol=1e-4, atol=1e-6)
+    assert v2 < value
+    assert clf.score(X, y) > 0.8
+    p = clf.predict_proba(X)
+    assert np.all((p > 0) & (p < 1))
