@@ -12,12 +12,13 @@ LAPACK Cholesky of the same size); run it on an otherwise idle machine.
 import argparse
 import sys
 
+import bench_adf
 import bench_ep
 import bench_laplace
 import bench_pl
 from _common import machine_line, publish
 
-SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl}
+SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf}
 
 
 def main(argv=None):
@@ -31,7 +32,7 @@ def main(argv=None):
     args = ap.parse_args(argv[1:])
     sections = ["# Benchmark results", "",
                 f"Command: `python {' '.join(argv)}`  ", machine_line(), ""]
-    for name in ["laplace", "ep", "pl"]:
+    for name in ["laplace", "ep", "pl", "adf"]:
         if name in args.only:
             sections.append(SUITES[name].run(args))
     publish("\n".join(sections), args.write)

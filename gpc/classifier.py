@@ -6,6 +6,7 @@ from sklearn.gaussian_process.kernels import RBF, CompoundKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import NotPositiveDefiniteError
@@ -16,6 +17,18 @@ from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
 
 _DEFAULT_METHOD = "laplace"
+
+
+def _is_online(estimator):
+    """partial_fit exists only for the online method."""
+    return estimator.method == "adf"
+
+
+def _concatenate(a, b):
+    """Training inputs followed by new ones (arrays, or lists for other kernels)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.concatenate([a, b])
+    return list(a) + list(b)
 
 
 def _default_kernel():
@@ -48,8 +61,25 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     def _inference_options(self):
         options = dict(self.inference_options or {})
-        options[get_method(self.method).max_iter_option] = int(self.max_iter_predict)
+        option = get_method(self.method).max_iter_option
+        if option is not None:
+            options[option] = int(self.max_iter_predict)
         return options
+
+    def _setup(self):
+        """Validated (fresh kernel, likelihood, inference function)."""
+        kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
+        likelihood = get_likelihood(self.likelihood)
+        if not likelihood.is_classification:
+            raise ValueError(f"likelihood {likelihood.name!r} is a regression likelihood;"
+                             " GaussianProcessClassifier needs a classification one "
+                             "(logit, probit, noisy_threshold, step).")
+        fn = get_method(self.method)
+        if not (isinstance(self.max_iter_predict, (int, np.integer))
+                and self.max_iter_predict >= 1):
+            raise ValueError(f"max_iter_predict must be a positive integer, got "
+                             f"{self.max_iter_predict!r}.")
+        return kernel, likelihood, fn
 
     def fit(self, X, y):
         """Fit the binary classifier (all state is set only once fitting succeeded).
@@ -63,17 +93,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
-        likelihood = get_likelihood(self.likelihood)
-        if not likelihood.is_classification:
-            raise ValueError(f"likelihood {likelihood.name!r} is a regression likelihood;"
-                             " GaussianProcessClassifier needs a classification one "
-                             "(logit, probit, noisy_threshold, step).")
-        get_method(self.method)
-        if not (isinstance(self.max_iter_predict, (int, np.integer))
-                and self.max_iter_predict >= 1):
-            raise ValueError(f"max_iter_predict must be a positive integer, got "
-                             f"{self.max_iter_predict!r}.")
+        kernel, likelihood, fn = self._setup()
         encoder = LabelEncoder()
         y01 = encoder.fit_transform(y)
         classes = encoder.classes_
@@ -98,9 +118,16 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                                       self._inference_options(), state=state,
                                       jitter=jitter,
                                       learn_likelihood=self.optimizer is not None)
+        learn = self.optimizer is not None and objective.theta.shape[0] > 0
+        if learn and not fn.has_gradient:
+            raise ValueError(
+                f"method={self.method!r} has no evidence gradient, so the optimizer "
+                "cannot learn the kernel's hyperparameters: pass optimizer=None (or "
+                "fix them in the kernel), e.g. with hyperparameters learnt by another "
+                "method (its kernel_).")
         optimum = None
         try:
-            if self.optimizer is not None and objective.theta.shape[0] > 0:
+            if learn:
                 priors = self._priors_for(kernel, objective.theta.shape[0])
                 optimum = maximize_evidence(
                     objective, objective.theta, objective.bounds,
@@ -117,7 +144,65 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             raise NotPositiveDefiniteError(
                 f"The kernel {kernel!r} gives a covariance matrix that is not positive "
                 f"semi-definite on the training data: {exc}") from exc
+        self._store(kernel, likelihood, X_train, y01, classes, jitter, result, optimum,
+                    key)
+        return self
 
+    @available_if(_is_online)
+    def partial_fit(self, X, y, classes=None):
+        """Add examples to an online (``method="adf"``) fit without refitting.
+
+        The new examples are presented once each, in order, after those already
+        seen; the kernel's hyperparameters are kept (no optimisation).  Fitting the
+        data in several calls gives the model of one ``fit`` on all of it (with the
+        default ``n_sweeps=1``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (2,), default=None
+            Both classes; required on the first call (as in scikit-learn), checked
+            against ``classes_`` afterwards.
+
+        Returns
+        -------
+        self
+        """
+        kernel, likelihood, fn = self._setup()
+        fitted = hasattr(self, "posterior_")
+        if classes is None and not fitted:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        if classes is not None:
+            classes = np.unique(classes)
+            if classes.size != 2:
+                raise ValueError(f"{type(self).__name__} needs exactly 2 classes, got "
+                                 f"{classes}.")
+            if fitted and not np.array_equal(classes, self.classes_):
+                raise ValueError(f"classes {classes} differ from those of the earlier "
+                                 f"calls, {self.classes_}.")
+        y = np.asarray(y)
+        unknown = np.setdiff1d(y, classes if classes is not None else self.classes_)
+        if unknown.size:
+            raise ValueError(f"y contains labels {unknown} outside the classes "
+                             f"{classes if classes is not None else self.classes_}.")
+        X_new = np.copy(X) if self.copy_X_train else X
+        if fitted:
+            kernel, likelihood, classes = self.kernel_, self.likelihood_, self.classes_
+            X_train = _concatenate(self.X_train_, X_new)
+            y01 = np.concatenate([self.y_train_, np.searchsorted(classes, y)])
+            resume = self._warm_state[1]
+        else:
+            X_train, y01, resume = X_new, np.searchsorted(classes, y), None
+        K = np.asfortranarray(kernel(X_train), dtype=np.float64)
+        options = dict(self._inference_options(), n_sweeps=1, resume=resume)
+        result = fn(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
+        self._store(kernel, likelihood, X_train, y01, classes, 0.0, result, None,
+                    data_fingerprint(X_train, y01))
+        return self
+
+    def _store(self, kernel, likelihood, X_train, y01, classes, jitter, result, optimum,
+               key):
         self.kernel_ = kernel
         self.likelihood_ = likelihood
         self.X_train_ = X_train
@@ -129,7 +214,6 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.inference_info_ = result.info
         self.optimizer_result_ = optimum
         self._warm_state = (key, result.state)
-        return self
 
     def _priors_for(self, kernel, n_theta):
         """Translate ``priors`` (dict by hyperparameter name, or a sequence aligned
@@ -243,7 +327,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     method : str, default="laplace"
         Approximate inference method: "laplace", "ep", "pl" (posterior
         linearisation), "mean_field" (variational, its free energy maximised as
-        the evidence), "naive_mean_field" (see :func:`gpc.available_methods`).
+        the evidence), "naive_mean_field", "adf" (Bayesian online learning: one
+        sweep, no evidence gradient, so use it with ``optimizer=None`` or fixed
+        hyperparameters; :meth:`partial_fit` adds data) (see
+        :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
         "logit", "probit", "noisy_threshold", "step" (the last two need a method
         other than "laplace"), or a :mod:`gpc.likelihoods` object. Its parameters whose
@@ -334,6 +421,92 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : object
         """
+        self._check_params()
+        def run():
+            X_, y_ = validate_data(self, X, y, multi_output=False,
+                                   **self._validation_kwargs())
+            classes = np.unique(y_)
+            if classes.size == 1:
+                raise ValueError(
+                    "GaussianProcessClassifier requires 2 or more distinct classes; got "
+                    f"1 class (only class {classes[0]} is present)")
+            binary = self._binary()
+            if self.warm_start and getattr(self, "base_estimator_", None) is not None \
+                    and classes.size == 2 and hasattr(self.base_estimator_, "_warm_state"):
+                binary._warm_state = self.base_estimator_._warm_state
+            base = self._wrap(binary, classes)
+            base.fit(X_, y_)
+            return base, classes
+
+        return self._fit_keeping_state(run)
+
+    @available_if(_is_online)
+    def partial_fit(self, X, y, classes=None):
+        """Add examples to an online fit (``method="adf"``) without refitting.
+
+        Only available with ``method="adf"``.  Each call presents the new examples
+        once, after those seen before, with the kernel's hyperparameters kept; the data given in several calls give the
+        model of one ``fit`` on all of it (with the default ``n_sweeps=1``).
+        Nothing on the estimator changes unless the call succeeds (for more than
+        two classes, per binary problem).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes of the stream; required on the first call (as in
+            scikit-learn), optional afterwards.
+
+        Returns
+        -------
+        self : object
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.gaussian_process.kernels import RBF
+        >>> from gpc import GaussianProcessClassifier
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.randn(60, 2)
+        >>> y = (X[:, 0] > 0).astype(int)
+        >>> clf = GaussianProcessClassifier(RBF(1.0), method="adf", optimizer=None,
+        ...                                 likelihood="probit")
+        >>> clf = clf.partial_fit(X[:30], y[:30], classes=[0, 1])
+        >>> clf = clf.partial_fit(X[30:], y[30:])
+        >>> full = GaussianProcessClassifier(RBF(1.0), method="adf", optimizer=None,
+        ...                                  likelihood="probit").fit(X, y)
+        >>> bool(np.allclose(clf.predict_proba(X), full.predict_proba(X)))
+        True
+        """
+        self._check_params()
+        first = getattr(self, "base_estimator_", None) is None
+
+        def run():
+            X_, y_ = validate_data(self, X, y, multi_output=False, reset=first,
+                                   **self._validation_kwargs())
+            if first:
+                if classes is None:
+                    raise ValueError("classes must be passed on the first call to "
+                                     "partial_fit.")
+                all_classes = np.unique(classes)
+                if all_classes.size < 2:
+                    raise ValueError("partial_fit needs at least 2 classes, got "
+                                     f"{all_classes}.")
+                base = self._wrap(self._binary(), all_classes)
+            else:
+                all_classes = self.classes_
+                if classes is not None and not np.array_equal(np.unique(classes),
+                                                              all_classes):
+                    raise ValueError(f"classes {np.unique(classes)} differ from those "
+                                     f"of the first call, {all_classes}.")
+                base = self.base_estimator_
+            base.partial_fit(X_, y_, classes=all_classes)
+            return base, all_classes
+
+        return self._fit_keeping_state(run)
+
+    def _check_params(self):
         if isinstance(self.kernel, CompoundKernel):
             raise ValueError("kernel cannot be a CompoundKernel")
         if self.kernel is not None:
@@ -341,35 +514,31 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if self.multi_class not in ("one_vs_rest", "one_vs_one"):
             raise ValueError(f"Unknown multi-class mode {self.multi_class!r}; use "
                              "'one_vs_rest' or 'one_vs_one'.")
-        # validate_data sets n_features_in_; keep the old value until fit succeeds.
+
+    def _binary(self):
+        return _BinaryGaussianProcessClassifier(
+            kernel=self.kernel, optimizer=self.optimizer,
+            n_restarts_optimizer=self.n_restarts_optimizer,
+            max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
+            copy_X_train=self.copy_X_train, random_state=self.random_state,
+            method=self.method, likelihood=self.likelihood,
+            inference_options=self.inference_options, priors=self.priors,
+            verbose=self.verbose)
+
+    def _wrap(self, binary, classes):
+        if classes.size == 2:
+            return binary
+        wrapper = (OneVsRestClassifier if self.multi_class == "one_vs_rest"
+                   else OneVsOneClassifier)
+        return wrapper(binary, n_jobs=self.n_jobs)
+
+    def _fit_keeping_state(self, run):
+        """Run ``run() -> (base, classes)`` and set the fitted attributes; on any
+        exception restore what validate_data changed (n_features_in_, ...)."""
         saved = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
                  if k in self.__dict__}
         try:
-            X, y = validate_data(self, X, y, multi_output=False,
-                                 **self._validation_kwargs())
-            classes = np.unique(y)
-            if classes.size == 1:
-                raise ValueError(
-                    "GaussianProcessClassifier requires 2 or more distinct classes; got "
-                    f"1 class (only class {classes[0]} is present)")
-            binary = _BinaryGaussianProcessClassifier(
-                kernel=self.kernel, optimizer=self.optimizer,
-                n_restarts_optimizer=self.n_restarts_optimizer,
-                max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
-                copy_X_train=self.copy_X_train, random_state=self.random_state,
-                method=self.method, likelihood=self.likelihood,
-                inference_options=self.inference_options, priors=self.priors,
-                verbose=self.verbose)
-            if self.warm_start and getattr(self, "base_estimator_", None) is not None \
-                    and classes.size == 2 and hasattr(self.base_estimator_, "_warm_state"):
-                binary._warm_state = self.base_estimator_._warm_state
-            if classes.size > 2:
-                wrapper = (OneVsRestClassifier if self.multi_class == "one_vs_rest"
-                           else OneVsOneClassifier)
-                base = wrapper(binary, n_jobs=self.n_jobs)
-            else:
-                base = binary
-            base.fit(X, y)
+            base, classes = run()
             if classes.size > 2:
                 lml = np.mean([e.log_marginal_likelihood() for e in base.estimators_])
             else:

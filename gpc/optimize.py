@@ -402,6 +402,9 @@ class EvidenceObjective:
         from .kernels import contract
 
         res, K = self.infer(theta, compute_gradient=True)
+        if res.dK is None:
+            raise ValueError(f"method {self.method!r} gives no evidence gradient, so "
+                             "its hyperparameters cannot be maximised over.")
         grad = contract(self.kernel, self.X, res.dK, K=None if self.jitter else K)
         if self._lik_free.any():
             if res.dlik is None:

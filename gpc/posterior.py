@@ -6,7 +6,8 @@ mean ``k_*^T alpha``:
 * site form (:class:`SitePosterior`: Laplace, EP, posterior linearisation, variational):
   ``sW`` and ``L = chol(I + sW K sW)``; variance ``k_** - |L^{-1} (sW k_*)|^2``
   (``+ |Q' k_*|^2`` when some site precisions are negative).
-* explicit form (online / sparse methods, added with them).
+* explicit form (:class:`ExplicitPosterior`: ADF, online / sparse methods): ``C``
+  with posterior covariance ``K + K C K``; variance ``k_** + k_*^T C k_*``.
 """
 
 import numpy as np
@@ -15,39 +16,9 @@ from scipy.linalg import solve_triangular
 from .likelihoods import get_likelihood
 
 
-class SitePosterior:
-    """Posterior in site form: ``q(f) = N(K alpha, (K^{-1} + W)^{-1})``.
-
-    Parameters
-    ----------
-    alpha : ndarray of shape (n,)
-        Weights of the latent mean: ``E[f_*] = k_*^T alpha``.
-    sW : ndarray of shape (n,)
-        Square roots of the site precisions ``W``.
-    L : ndarray of shape (n, n)
-        Lower Cholesky factor of ``B = I + sW K sW`` (only the lower triangle is used).
-    Q : ndarray of shape (n, m), optional
-        Correction for m negative site precisions (EP with likelihoods that are not
-        log-concave): ``sW`` then holds the square roots of the positive parts only,
-        and ``(K + W^{-1})^{-1} = sW B^{-1} sW - Q Q'``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import gpc
-    >>> X = np.array([[0.0], [1.0], [2.0]])
-    >>> K = np.exp(-0.5 * (X - X.T) ** 2)
-    >>> res = gpc.infer(K, [-1, 1, 1], method="laplace", likelihood="probit")
-    >>> mean, var = res.posterior.latent_mean_and_variance(K, np.diag(K))
-    >>> bool(np.all(var < np.diag(K)))
-    True
-    """
-
-    def __init__(self, alpha, sW, L, Q=None):
-        self.alpha = np.asarray(alpha, dtype=np.float64)
-        self.sW = np.asarray(sW, dtype=np.float64)
-        self.L = L
-        self.Q = Q
+class _Posterior:
+    """What both posterior forms share: the mean ``K_cross^T alpha`` and the
+    predictive probability; subclasses give the variance term."""
 
     @property
     def n(self):
@@ -95,13 +66,7 @@ class SitePosterior:
         mean = K_cross.T @ self.alpha
         if self.n == 0:
             return mean, k_diag.copy()
-        V = solve_triangular(self.L, self.sW[:, None] * K_cross, lower=True,
-                             check_finite=False)
-        var = k_diag - np.einsum("ij,ij->j", V, V)
-        if getattr(self, "Q", None) is not None:
-            U = self.Q.T @ K_cross
-            var += np.einsum("ij,ij->j", U, U)
-        return mean, np.maximum(var, 0.0)
+        return mean, np.maximum(k_diag + self._variance_change(K_cross), 0.0)
 
     def predict_proba(self, K_cross, k_diag, likelihood):
         """Predictive probability ``p(y = +1)`` at m test points.
@@ -114,3 +79,80 @@ class SitePosterior:
         """
         mean, var = self.latent_mean_and_variance(K_cross, k_diag)
         return get_likelihood(likelihood).predict(mean, var)
+
+
+class SitePosterior(_Posterior):
+    """Posterior in site form: ``q(f) = N(K alpha, (K^{-1} + W)^{-1})``.
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (n,)
+        Weights of the latent mean: ``E[f_*] = k_*^T alpha``.
+    sW : ndarray of shape (n,)
+        Square roots of the site precisions ``W``.
+    L : ndarray of shape (n, n)
+        Lower Cholesky factor of ``B = I + sW K sW`` (only the lower triangle is used).
+    Q : ndarray of shape (n, m), optional
+        Correction for m negative site precisions (EP with likelihoods that are not
+        log-concave): ``sW`` then holds the square roots of the positive parts only,
+        and ``(K + W^{-1})^{-1} = sW B^{-1} sW - Q Q'``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpc
+    >>> X = np.array([[0.0], [1.0], [2.0]])
+    >>> K = np.exp(-0.5 * (X - X.T) ** 2)
+    >>> res = gpc.infer(K, [-1, 1, 1], method="laplace", likelihood="probit")
+    >>> mean, var = res.posterior.latent_mean_and_variance(K, np.diag(K))
+    >>> bool(np.all(var < np.diag(K)))
+    True
+    """
+
+    def __init__(self, alpha, sW, L, Q=None):
+        self.alpha = np.asarray(alpha, dtype=np.float64)
+        self.sW = np.asarray(sW, dtype=np.float64)
+        self.L = L
+        self.Q = Q
+
+    def _variance_change(self, K_cross):
+        V = solve_triangular(self.L, self.sW[:, None] * K_cross, lower=True,
+                             check_finite=False)
+        change = -np.einsum("ij,ij->j", V, V)
+        if getattr(self, "Q", None) is not None:
+            U = self.Q.T @ K_cross
+            change += np.einsum("ij,ij->j", U, U)
+        return change
+
+
+class ExplicitPosterior(_Posterior):
+    """Posterior in explicit form: mean ``k_*^T alpha``, covariance
+    ``K(x, x') + k(x)^T C k(x')`` (Csató & Opper's parametrisation, used by ADF).
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (n,)
+        Weights of the latent mean.
+    C : ndarray of shape (n, n)
+        Symmetric (negative semi-definite for log-concave likelihoods) matrix of the
+        covariance correction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.posterior import ExplicitPosterior
+    >>> post = ExplicitPosterior([0.5], [[-0.25]])
+    >>> mean, var = post.latent_mean_and_variance([[1.0]], [1.0])
+    >>> float(mean[0]), float(var[0])
+    (0.5, 0.75)
+    """
+
+    def __init__(self, alpha, C):
+        self.alpha = np.asarray(alpha, dtype=np.float64)
+        self.C = np.asarray(C, dtype=np.float64)
+        if self.C.shape != (self.n, self.n):
+            raise ValueError(f"C must have shape ({self.n}, {self.n}), got "
+                             f"{self.C.shape}.")
+
+    def _variance_change(self, K_cross):
+        return np.einsum("ij,ij->j", K_cross, self.C @ K_cross)

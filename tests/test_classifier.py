@@ -147,10 +147,14 @@ def test_sklearn_machinery():
     assert cl.get_params()["kernel"] == clf.kernel
 
 
-def test_check_estimator():
+@pytest.mark.parametrize("method", ["laplace", "ep", "pl", "mean_field",
+                                    "naive_mean_field", "adf"])
+def test_check_estimator(method):
+    # With "adf" the estimator has partial_fit, which scikit-learn checks too.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = check_estimator(GaussianProcessClassifier(), on_fail=None)
+        results = check_estimator(GaussianProcessClassifier(method=method),
+                                  on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
               if r["status"] == "failed"]
     assert failed == []

@@ -44,15 +44,18 @@ class InferenceResult:
     info: dict = field(default_factory=dict)
 
 
-def register(name, max_iter_option="max_iter"):
+def register(name, max_iter_option="max_iter", has_gradient=True):
     """Decorator adding an inference function to the registry under ``name``.
 
     ``max_iter_option`` names the function's iteration limit (Newton steps, EP
-    sweeps, ...), which the estimators set from ``max_iter_predict``.
+    sweeps, ...), which the estimators set from ``max_iter_predict`` (None: the
+    method has none).  ``has_gradient`` says whether it returns ``dK``, which
+    evidence maximisation needs.
     """
 
     def deco(fn):
         fn.max_iter_option = max_iter_option
+        fn.has_gradient = has_gradient
         _METHODS[name] = fn
         return fn
 
