@@ -238,3 +238,16 @@ def test_classifier_learns_hyperparameters_with_the_free_energy(method):
     assert clf.score(X, y) > 0.8
     p = clf.predict_proba(X)
     assert np.all((p > 0) & (p < 1))
+
+
+def test_equations_without_a_solution_stall_with_a_clear_warning():
+    # Conflicting labels on a duplicated input under the noise-free step
+    # likelihood: the naive equations have no solution; the iteration stops with a
+    # warning that says why, and the free energy stays finite.
+    X = np.array([[0.0], [0.0], [1.0], [2.0]])
+    K = se(X, 1.0, 1.0)
+    with pytest.warns(ConvergenceWarning, match="no step that improves"):
+        res = gpc.infer(K, [1, -1, 1, -1], method="naive_mean_field",
+                        likelihood="step")
+    assert res.info["stalled"] and not res.info["converged"]
+    assert np.isfinite(res.log_evidence) and np.isfinite(res.dK).all()

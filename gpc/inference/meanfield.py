@@ -114,6 +114,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         ``log_evidence = -F`` (a lower bound on the log evidence for the factorised
         family); ``posterior`` with mean ``K g`` and the linear-response covariance;
         ``state = {"m": m}``; ``info`` holds ``n_iter`` (Newton steps), ``converged``,
+        ``stalled`` (stopped because the line search found no improving step),
         ``n_halvings`` (line-search halvings), ``n_negative_w``, ``jitter``,
         ``mean`` and ``var`` (the marginals of q), ``cavity_var`` (s).
 
@@ -272,7 +273,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
         raise FloatingPointError(f"{name}: the objective is not finite at the start.")
 
     n_iter = n_halvings = 0
-    converged = False
+    converged = stalled = False
     while True:
         g, h = mo[1], mo[2]
         q = np.maximum(1.0 + s * h, 1e-300)          # v / s, in (0, 1] when h <= 0
@@ -313,18 +314,24 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
             t *= 0.5
             n_halvings += 1
         else:
-            break                                    # stalled: no acceptable step
+            stalled = True                           # no acceptable step
+            break
         m, mo, value = m_new, mo_new, value_new
         n_iter += 1
     if not converged:
+        why = (f"its line search found no step that improves the "
+               f"{'free energy' if name == 'mean field' else 'residual'} (the "
+               "equations may have no solution, e.g. conflicting labels on duplicated "
+               "inputs under the noise-free step likelihood)" if stalled
+               else f"max_iter={max_iter} reached")
         warnings.warn(f"{name}: Newton's method stopped after {n_iter} steps without "
-                      f"converging (max_iter={max_iter}); the free energy and its "
-                      "gradient are approximate.", ConvergenceWarning, stacklevel=4)
+                      f"converging: {why}; the free energy and its gradient are "
+                      "approximate.", ConvergenceWarning, stacklevel=4)
     if not np.all(np.isfinite(mo[0])):
         raise FloatingPointError(f"{name}: the log normalisers are not finite.")
     return {"m": m, "moments": mo, "g": g, "h": h, "q": q, "sW": sW, "L": L,
             "s": s, "n_iter": n_iter, "n_halvings": n_halvings,
-            "converged": converged, "n_negative_w": n_negative}
+            "converged": converged, "stalled": stalled, "n_negative_w": n_negative}
 
 
 def _dlik(likelihood, sol):
@@ -340,7 +347,8 @@ def _result(sol, likelihood, log_evidence, dK, dlik, jitter, method, extra):
         raise FloatingPointError(f"{method}: the free energy is not finite.")
     s = sol["s"]
     info = {"method": method, "likelihood": likelihood.name, "n_iter": sol["n_iter"],
-            "converged": bool(sol["converged"]), "n_halvings": sol["n_halvings"],
+            "converged": bool(sol["converged"]), "stalled": sol["stalled"],
+            "n_halvings": sol["n_halvings"],
             "n_negative_w": sol["n_negative_w"], "jitter": jitter,
             "mean": sol["m"] + s * sol["g"], "var": s * sol["q"]}
     info.update(extra)
