@@ -3,19 +3,24 @@
 Labels are ``y`` in {-1, +1} and ``f`` is the latent function value.  With
 ``z = y * f``:
 
-========================  ======================================  ===============
-class                     p(y | f)                                derivatives
-========================  ======================================  ===============
-:class:`Probit`           Phi(z)                                  yes
-:class:`Logit`            sigma(z) = 1 / (1 + exp(-z))            yes
-:class:`NoisyThreshold`   eps + (1 - 2 eps) H(z)                  no
-:class:`Step`             H(z)                                    no
-:class:`Gaussian`         N(y; f, s2), y real (regression)        yes
-========================  ======================================  ===============
+============================  ==============================================  ===========
+class                         p(y | f)                                        derivatives
+============================  ==============================================  ===========
+:class:`Probit`               Phi(z)                                          yes
+:class:`Logit`                sigma(z) = 1 / (1 + exp(-z))                    yes
+:class:`NoisyThreshold`       eps + (1 - 2 eps) H(z)                          no
+:class:`Step`                 H(z)                                            no
+:class:`Gaussian`             N(y; f, s2), y real (regression)                yes
+:class:`Laplace`              (lam/2) exp(-lam |y - f|), y real (regression)  no
+:class:`OneSidedExponential`  lam exp(-lam (y - f)) for y > f, else 0         no
+============================  ==============================================  ===========
 
-(``H`` is the Heaviside step with H(0) = 1/2.)  :class:`Gaussian` is the regression
-likelihood, with real targets ``y``: with it the approximate methods must reproduce
-exact GP regression, which makes it a test bed for them.  Every likelihood offers
+(``H`` is the Heaviside step with H(0) = 1/2.)  The last three are regression
+likelihoods, with real targets ``y``.  With :class:`Gaussian` the approximate methods
+must reproduce exact GP regression, which makes it a test bed for them;
+:class:`Laplace` (robust regression) and :class:`OneSidedExponential` (the noise
+``y - f`` is exponential, so f lies below every target: Csató & Opper's sparse
+online GP example) are the non-Gaussian ones.  Every likelihood offers
 
 * ``log_lik(y, f)`` and, when differentiable, ``derivatives(y, f)`` (log p and
   its first three derivatives in f, used by Laplace's method);
@@ -23,7 +28,9 @@ exact GP regression, which makes it a test bed for them.  Every likelihood offer
   two derivatives in m and its derivative in the likelihood parameter (EP, ADF);
 * ``predict(m, v)``: p(y = +1) with f ~ N(m, v) (classification likelihoods only);
 * ``check_targets(y, n)``: validation of training targets (labels in {-1, +1} for
-  the classification likelihoods, finite reals for the Gaussian).
+  the classification likelihoods, finite reals for the regression ones);
+* for the regression likelihoods, ``em_statistic(y, m, v)`` and ``em_update(y, m, v)``:
+  the EM (M-step) update of the noise parameter with the site distributions fixed.
 
 The numerical work happens in the typed Cython kernels of ``src_c/_lik.pxd``
 (also used by the inference loops); the classes only validate, broadcast and
@@ -55,6 +62,8 @@ __all__ = [
     "NoisyThreshold",
     "Step",
     "Gaussian",
+    "Laplace",
+    "OneSidedExponential",
     "NotDifferentiableError",
     "get_likelihood",
     "LIK_PROBIT",
@@ -62,6 +71,8 @@ __all__ = [
     "LIK_NOISY_THRESHOLD",
     "LIK_STEP",
     "LIK_GAUSSIAN",
+    "LIK_LAPLACE",
+    "LIK_ONE_SIDED",
 ]
 
 #: Likelihood codes understood by the Cython kernels (``src_c/_lik.pxd``).
@@ -70,6 +81,8 @@ LIK_LOGIT = int(_moments.LIK_LOGIT)
 LIK_NOISY_THRESHOLD = int(_moments.LIK_NOISY_THRESHOLD)
 LIK_STEP = int(_moments.LIK_STEP)
 LIK_GAUSSIAN = int(_moments.LIK_GAUSSIAN)
+LIK_LAPLACE = int(_moments.LIK_LAPLACE)
+LIK_ONE_SIDED = int(_moments.LIK_ONE_SIDED)
 
 _EMPTY = np.zeros(0)
 _EMPTY.flags.writeable = False
@@ -89,6 +102,14 @@ def _labels(y):
         bad = np.unique(y[~((y == 1.0) | (y == -1.0))])[:5]
         raise ValueError(f"labels y must be -1 or +1; got {bad.tolist()}")
     return y
+
+
+def _real_targets(y):
+    """Elementwise regression targets: any real numbers (NaN propagates)."""
+    y = np.asarray(y)
+    if y.dtype.kind not in "fiub":
+        raise ValueError(f"targets y must be real numbers, got dtype {y.dtype}")
+    return y.astype(np.float64, copy=False)
 
 
 def _variances(v):
@@ -129,7 +150,11 @@ class Likelihood:
         Whether :meth:`derivatives` is available (needed by Laplace's method).
     is_classification : bool
         True for the binary likelihoods (labels in {-1, +1}), False for the
-        regression likelihood :class:`Gaussian` (real targets).
+        regression likelihoods :class:`Gaussian`, :class:`Laplace` and
+        :class:`OneSidedExponential` (real targets).
+    has_em_statistic : bool
+        Whether :meth:`em_statistic` and :meth:`em_update` are available (the
+        regression likelihoods).
     param_names : tuple of str
         Names of the entries of :attr:`params`.
     """
@@ -138,6 +163,7 @@ class Likelihood:
     name = "likelihood"
     has_derivatives = False
     is_classification = True
+    has_em_statistic = False
     param_names = ()
 
     # --- scikit-learn style parameters -----------------------------------------
@@ -300,7 +326,7 @@ class Likelihood:
         Parameters
         ----------
         y : array_like
-            Labels in {-1, +1} (real targets for :class:`Gaussian`).
+            Labels in {-1, +1} (real targets for the regression likelihoods).
         f : array_like
             Latent values.
 
@@ -319,7 +345,7 @@ class Likelihood:
         Parameters
         ----------
         y : array_like
-            Labels in {-1, +1} (real targets for :class:`Gaussian`).
+            Labels in {-1, +1} (real targets for the regression likelihoods).
         f : array_like
             Latent values.
 
@@ -352,7 +378,7 @@ class Likelihood:
         Parameters
         ----------
         y : array_like
-            Labels in {-1, +1} (real targets for :class:`Gaussian`).
+            Labels in {-1, +1} (real targets for the regression likelihoods).
         m, v : array_like
             Mean and variance (``v >= 0``; ``v == 0`` gives point values) of f.
 
@@ -385,6 +411,122 @@ class Likelihood:
         shape, (m, v) = _flat(m, _variances(v))
         out = _moments.predict(self.code, m, v, self.params, self.quad_x, self.quad_logw)
         return _shaped(out, shape)
+
+    # --- EM for the likelihood parameter ------------------------------------------
+    def em_statistic(self, y, m, v):
+        """Tilted expectation of the likelihood's sufficient statistic (for EM).
+
+        The expectation is under the tilted distribution
+        ``p_t(f) = p(y | f) N(f; m, v) / Z``, the exact posterior of f for one site
+        with prior ``N(m, v)`` (a Gaussian approximation of it would give the
+        one-sided likelihood ``log p = -inf`` with positive probability):
+
+        * :class:`Gaussian`: ``E_t[(y - f)^2] = (y - m_t)^2 + v_t``;
+        * :class:`Laplace`: ``E_t[|y - f|]``;
+        * :class:`OneSidedExponential`: ``E_t[y - f]``.
+
+        The M-step of EM (Csató & Opper 2002, sec. 3), maximising
+        ``sum_i E_t[log p(y_i | f_i)]`` over the parameter with the distributions
+        fixed, is closed-form in the mean of these statistics (see
+        :meth:`em_update`).  At ``v == 0`` the point value at f = m is returned
+        (for the one-sided likelihood ``max(y - m, 0)``, the limit v -> 0).
+
+        Parameters
+        ----------
+        y : array_like
+            Real targets.
+        m, v : array_like
+            Mean and variance (``v >= 0``) of f under the site's prior (cavity) or
+            current marginal.
+
+        Returns
+        -------
+        ndarray or float
+            The statistics, in the broadcast shape of ``y``, ``m`` and ``v``.
+
+        Raises
+        ------
+        NotImplementedError
+            For the classification likelihoods (``has_em_statistic`` is False).
+
+        Examples
+        --------
+        >>> from gpc.likelihoods import Laplace
+        >>> lik = Laplace(rate=2.0)
+        >>> print(round(float(lik.em_statistic(1.0, 1.0, 0.0)), 6))  # y = m, v = 0
+        0.0
+        >>> print(round(float(lik.em_statistic(1.0, 1.0, 1.0)), 6))
+        0.373216
+        """
+        self._validate()
+        if not self.has_em_statistic:
+            raise NotImplementedError(
+                f"the {self.name!r} likelihood has no EM statistic (available for "
+                "the regression likelihoods 'gaussian', 'laplace' and "
+                "'one_sided_exponential')")
+        shape, (y, m, v) = _flat(self._targets(y), m, _variances(v))
+        out = _moments.em_statistic(self.code, y, m, v, self.params)
+        return _shaped(out, shape)
+
+    def _em_parameter(self, mean_stat):
+        """The M-step parameter value from the mean of :meth:`em_statistic`."""
+        raise NotImplementedError
+
+    def em_update(self, y, m, v):
+        """One EM M-step for the likelihood parameter, as a new likelihood.
+
+        With the site distributions ``N(m_i, v_i)`` fixed, maximises
+        ``sum_i E_t[log p(y_i | f_i)]`` (tilted expectations, see
+        :meth:`em_statistic`) over the parameter: ``noise_variance =
+        mean(stat)`` for :class:`Gaussian`, ``rate = 1 / mean(stat)`` for
+        :class:`Laplace` and :class:`OneSidedExponential`.  The value is clipped to
+        the parameter bounds (with fixed bounds the parameter is unchanged).
+        Alternating it with the inference (e.g. refitting the sparse online GP)
+        gives EM.
+
+        Parameters
+        ----------
+        y : array_like
+            Real targets (at least one).
+        m, v : array_like
+            Means and variances (``v >= 0``) of the latent values, broadcast
+            against ``y``.
+
+        Returns
+        -------
+        Likelihood
+            A new likelihood of the same class with the updated parameter.
+
+        Raises
+        ------
+        NotImplementedError
+            For the classification likelihoods.
+        ValueError
+            For empty input or a non-finite mean statistic (e.g. NaN targets).
+
+        Examples
+        --------
+        >>> from gpc.likelihoods import Gaussian, Laplace
+        >>> y, m = [1.5, 0.75, 1.25], 1.0          # |y - m| averages 1/3
+        >>> print(f"{Laplace().em_update(y, m, 0.0).rate:.6f}")
+        3.000000
+        >>> print(f"{Gaussian().em_update(y, m, 0.0).noise_variance:.6f}")
+        0.125000
+        >>> Laplace(rate_bounds=(0.1, 2.0)).em_update(y, m, 0.0).rate   # clipped
+        2.0
+        >>> Laplace(rate=5.0, rate_bounds="fixed").em_update(y, m, 0.0).rate
+        5.0
+        """
+        stat = np.asarray(self.em_statistic(y, m, v), dtype=np.float64).reshape(-1)
+        if stat.size == 0:
+            raise ValueError("em_update needs at least one target")
+        mean = float(np.mean(stat))
+        if not np.isfinite(mean):
+            raise ValueError(f"the mean EM statistic is not finite ({mean!r}); check "
+                             "the targets, means and variances")
+        lo, hi = self.param_bounds[0]
+        value = min(max(self._em_parameter(mean), lo), hi)
+        return self.with_params([value])
 
 
 class Probit(Likelihood):
@@ -719,6 +861,7 @@ class Gaussian(_ScalarParameter):
     name = "gaussian"
     has_derivatives = True
     is_classification = False
+    has_em_statistic = True
     param_names = ("noise_variance",)
     _param = "noise_variance"
     _range_text = "(0, inf)"
@@ -734,10 +877,10 @@ class Gaussian(_ScalarParameter):
 
     def _targets(self, y):
         """Elementwise targets: any real numbers (NaN propagates)."""
-        y = np.asarray(y)
-        if y.dtype.kind not in "fiub":
-            raise ValueError(f"targets y must be real numbers, got dtype {y.dtype}")
-        return y.astype(np.float64, copy=False)
+        return _real_targets(y)
+
+    def _em_parameter(self, mean_stat):
+        return mean_stat
 
     def predict(self, m, v):
         """Not available: the Gaussian is a regression likelihood.
@@ -757,12 +900,184 @@ class Gaussian(_ScalarParameter):
             "distribution of a target is N(mean, var + noise_variance)).")
 
 
+class _RateLikelihood(_ScalarParameter):
+    """Shared part of the exponential-noise regression likelihoods: the rate
+    parameter ``rate`` > 0 with its bounds, real targets, no class probability."""
+
+    has_derivatives = False
+    is_classification = False
+    has_em_statistic = True
+    param_names = ("rate",)
+    _param = "rate"
+    _range_text = "(0, inf)"
+
+    @staticmethod
+    def _admissible(value):
+        return 0.0 < value < np.inf
+
+    def __init__(self, rate=1.0, rate_bounds=(1e-3, 1e3)):
+        self.rate = rate
+        self.rate_bounds = rate_bounds
+        self._validate()
+
+    def _targets(self, y):
+        """Elementwise targets: any real numbers (NaN propagates)."""
+        return _real_targets(y)
+
+    def _em_parameter(self, mean_stat):
+        return np.inf if mean_stat <= 0.0 else 1.0 / mean_stat
+
+    def predict(self, m, v):
+        """Not available: this is a regression likelihood.
+
+        There is no class +1 to give a probability for; use the latent mean and
+        variance instead (e.g. ``SitePosterior.latent_mean_and_variance``).
+
+        Raises
+        ------
+        ValueError
+            Always.
+        """
+        raise ValueError(
+            f"the {self.name!r} likelihood is a regression likelihood: p(y = +1) is not "
+            "defined.  Use the latent mean and variance instead (a target is the "
+            "latent value plus the likelihood's noise).")
+
+
+class Laplace(_RateLikelihood):
+    """Laplace (double exponential) regression likelihood, y real:
+    p(y | f) = (lam / 2) exp(-lam |y - f|), with rate lam > 0.
+
+    Robust regression: the noise ``y - f`` has variance ``2 / lam^2`` and heavier
+    tails than the Gaussian.  The likelihood has a kink at f = y, so there are no
+    derivatives in f (``has_derivatives`` is False: use EP, ADF or the online
+    methods, not Laplace's method); :meth:`log_lik` is available.
+
+    With f ~ N(m, v) the noise is z = y - f ~ N(mu, v), mu = y - m, and completing the
+    square gives ``Z = (lam/2) (A + B)`` with ``A = exp(-lam mu + lam^2 v/2)
+    Phi((mu - lam v)/sqrt(v))`` (the half z > 0) and its mirror image
+    ``B = exp(lam mu + lam^2 v/2) Phi((-mu - lam v)/sqrt(v))``.  The kernels combine
+    them in log space and write the derivatives with the inverse Mills ratio:
+    ``d log Z/dm = lam tanh(d/2)`` with ``d = log A - log B``,
+    ``d^2 log Z/dm^2 = -(2 lam/sqrt(v)) w_A w_B (sh_A + sh_B)`` (a product of
+    positive factors: no cancellation), and ``d log Z/d lam = 1/lam - E_t|y - f|``.
+    Everything stays finite wherever the true value is, far into the tails
+    (|y - m| of 1e3 and more for any v).  At ``v == 0`` the point values are
+    returned: ``log p(y | m)``, zero m-derivatives (as for :class:`Step`) and
+    ``d log Z/d lam = 1/lam - |y - m|``.
+
+    Accuracy against adaptive quadrature (``scipy.integrate.quad``, breakpoint at
+    f = y), y - m in {0, +-0.5, +-3, +-30}, v in {1e-4, 0.1, 1, 25}, lam in
+    {0.5, 2}: relative errors below 3e-14 for log Z, d log Z/dm, d^2 log Z/dm^2,
+    d log Z/d lam and :meth:`em_statistic` (errors scaled by the size of the terms
+    where a value is tiny or crosses zero); d log Z/dm keeps its relative accuracy
+    as y - m -> 0.
+
+    Parameters
+    ----------
+    rate : float, default=1.0
+        The rate lam > 0, in ``rate_bounds``.
+    rate_bounds : (float, float) or "fixed", default=(1e-3, 1e3)
+        Range allowed when learning ``rate`` (0 < low <= high < inf); "fixed"
+        pins it.
+
+    Attributes
+    ----------
+    params : ndarray of shape (1,)
+        ``[rate]``.
+    param_bounds : ndarray of shape (1, 2)
+        ``[rate_bounds]`` (``[[rate, rate]]`` when fixed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.likelihoods import Laplace, get_likelihood
+    >>> lik = get_likelihood("laplace").with_params([2.0])
+    >>> lik
+    Laplace(rate=2.0, rate_bounds=(0.001, 1000.0))
+    >>> print(np.round(lik.log_lik(0.5, [0.0, 0.5, 1.5]), 6))
+    [-1.  0. -2.]
+    >>> logZ, dlogZ, d2logZ, dlogZ_drate = lik.gauss_moments(0.5, 0.0, 1.0)
+    >>> print(f"{logZ:.6f} {dlogZ:.6f} {d2logZ:.6f} {dlogZ_drate:.6f}")
+    -1.183108 0.371346 -0.735172 0.108526
+    >>> lik.is_classification, lik.has_derivatives
+    (False, False)
+    """
+
+    code = LIK_LAPLACE
+    name = "laplace"
+
+
+class OneSidedExponential(_RateLikelihood):
+    """One-sided exponential regression likelihood:
+    p(y | f) = lam exp(-lam (y - f)) for y > f, and 0 for y <= f (rate lam > 0).
+
+    The noise ``y - f`` is exponential with mean ``1 / lam``, so f lies below every
+    target: the example of Csató & Opper (2002, eq. 9) for the sparse online GP,
+    where the posterior is far from Gaussian.  No derivatives in f
+    (``has_derivatives`` is False); :meth:`log_lik` is ``-inf`` for y <= f.
+
+    With f ~ N(m, v), z = y - f ~ N(mu, v), mu = y - m, completing the square gives
+    ``Z = lam exp(-lam mu + lam^2 v/2) Phi(a)``, ``a = (mu - lam v)/sqrt(v)``; the
+    tilted distribution of z is N(mu - lam v, v) truncated to z > 0.  The kernels
+    evaluate log Phi and the inverse Mills ratio r = N(a)/Phi(a) without
+    cancellation for a << 0 (where all the mass sits at the truncation):
+    ``d log Z/dm = lam - r/sqrt(v)``, ``d^2 log Z/dm^2 = -r (a + r)/v`` and
+    ``d log Z/d lam = 1/lam - E_t[y - f]``, ``E_t[y - f] = sqrt(v) (a + r)``, all
+    finite wherever the true value is (|y - m| of 1e3 and more for any v).  At
+    ``v == 0`` the point values are returned: ``log p(y | m)`` (``-inf`` for
+    y <= m), zero m-derivatives (as for :class:`Step`) and the v -> 0 limit
+    ``d log Z/d lam = 1/lam - max(y - m, 0)``.
+
+    Accuracy against adaptive quadrature (``scipy.integrate.quad``, breakpoint at
+    f = y), y - m in {0, +-0.5, +-3, +-30}, v in {1e-4, 0.1, 1, 25}, lam in
+    {0.5, 2}: relative errors below 5e-14 for log Z, d log Z/dm, d^2 log Z/dm^2,
+    d log Z/d lam and :meth:`em_statistic` (errors scaled by the size of the terms
+    where a value is tiny or crosses zero).
+
+    Parameters
+    ----------
+    rate : float, default=1.0
+        The rate lam > 0, in ``rate_bounds``.
+    rate_bounds : (float, float) or "fixed", default=(1e-3, 1e3)
+        Range allowed when learning ``rate`` (0 < low <= high < inf); "fixed"
+        pins it.
+
+    Attributes
+    ----------
+    params : ndarray of shape (1,)
+        ``[rate]``.
+    param_bounds : ndarray of shape (1, 2)
+        ``[rate_bounds]`` (``[[rate, rate]]`` when fixed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.likelihoods import OneSidedExponential
+    >>> lik = OneSidedExponential(rate=2.0)
+    >>> lik
+    OneSidedExponential(rate=2.0, rate_bounds=(0.001, 1000.0))
+    >>> print(lik.log_lik(1.0, [0.5, 1.0, 2.0]))
+    [-0.30685282       -inf       -inf]
+    >>> logZ, dlogZ, d2logZ, dlogZ_drate = lik.gauss_moments(1.0, 3.0, 1.0)
+    >>> print(f"{logZ:.4f} {dlogZ:.4f} {d2logZ:.4f}")   # m far above y: finite
+    -3.6670 -2.2256 -0.9533
+    >>> print(f"{lik.em_statistic(1.0, 3.0, 1.0):.6f}")
+    0.225607
+    """
+
+    code = LIK_ONE_SIDED
+    name = "one_sided_exponential"
+
+
 _REGISTRY = {
     "probit": Probit,
     "logit": Logit,
     "noisy_threshold": NoisyThreshold,
     "step": Step,
     "gaussian": Gaussian,
+    "laplace": Laplace,
+    "one_sided_exponential": OneSidedExponential,
 }
 
 
@@ -773,8 +1088,9 @@ def get_likelihood(spec):
     ----------
     spec : str, Likelihood subclass or Likelihood
         One of ``"probit"``, ``"logit"``, ``"noisy_threshold"``, ``"step"``,
-        ``"gaussian"`` (case-insensitive; "-" or " " may replace "_"), a likelihood class
-        (instantiated with defaults), or an instance.
+        ``"gaussian"``, ``"laplace"``, ``"one_sided_exponential"`` (case-insensitive;
+        "-" or " " may replace "_"), a likelihood class (instantiated with
+        defaults), or an instance.
 
     Returns
     -------

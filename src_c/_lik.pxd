@@ -5,11 +5,12 @@
 # are installed inside the `gpc` package while this folder is not a package).
 # `_moments.pyx` wraps them for Python (tests, the likelihood classes).
 #
-# Labels are y in {-1, +1} for the classification likelihoods; the Gaussian
-# (regression) likelihood takes any real y.  Likelihood codes are the LIK_* constants
-# below; `par` points at the likelihood's parameters (noisy threshold: par[0] = eps, the
-# label-flip probability; Gaussian: par[0] = s2 > 0, the noise variance; the others
-# ignore it).  `quad` is a probabilists' Gauss-Hermite rule for
+# Labels are y in {-1, +1} for the classification likelihoods; the regression
+# likelihoods (Gaussian, Laplace, one-sided exponential) take any real y.  Likelihood
+# codes are the LIK_* constants below; `par` points at the likelihood's parameters
+# (noisy threshold: par[0] = eps, the label-flip probability; Gaussian: par[0] = s2 > 0,
+# the noise variance; Laplace and one-sided exponential: par[0] = lam > 0, the rate;
+# the others ignore it).  `quad` is a probabilists' Gauss-Hermite rule for
 # N(0, 1): E[g(u)] ~ sum_k exp(logw[k]) g(x[k]), sum_k exp(logw[k]) = 1.
 #
 # Numerical notes
@@ -45,6 +46,18 @@ cdef enum:
     LIK_NOISY_THRESHOLD = 2
     LIK_STEP = 3
     LIK_GAUSSIAN = 4
+    LIK_LAPLACE = 5
+    LIK_ONE_SIDED = 6
+
+# Number of parameters (in `par`) of a likelihood code; -1 for an unknown code.
+cdef inline int lik_n_params(int lik) noexcept nogil:
+    if lik == LIK_PROBIT or lik == LIK_LOGIT or lik == LIK_STEP:
+        return 0
+    if (lik == LIK_NOISY_THRESHOLD or lik == LIK_GAUSSIAN or lik == LIK_LAPLACE
+            or lik == LIK_ONE_SIDED):
+        return 1
+    return -1
+
 
 ctypedef struct Quad:
     int n
@@ -67,6 +80,15 @@ cdef extern from *:
     #define GPC_CF_Z (-4.0)
     /* ... and below this z for the third derivative of log Phi. */
     #define GPC_CF_Z3 (-2.0)
+    /* 10-point Gauss-Legendre rule on [-1, 1]: positive nodes and their weights. */
+    static const double GPC_GL10_X[5] = {
+    0.1488743389816312, 0.4333953941292472, 0.6794095682990244,
+    0.8650633666889845, 0.9739065285171717,
+    };
+    static const double GPC_GL10_W[5] = {
+    0.2955242247147529, 0.2692667193099963, 0.2190863625159820,
+    0.1494513491505806, 0.0666713443086881,
+    };
     static const double GPC_LSM_TAU[GPC_LSM_N] = {
     0.5101051070967215, 0.7971602554169014, 1.181178990853699,
     1.6879390961121508, 2.334874798743345, 3.132582723950363,
@@ -125,6 +147,8 @@ cdef extern from *:
     const double GPC_LOG_2PI
     const double GPC_CF_Z
     const double GPC_CF_Z3
+    const double GPC_GL10_X[5]
+    const double GPC_GL10_W[5]
     const double GPC_LSM_TAU[64]
     const double GPC_LSM_LOGW[64]
 
@@ -286,14 +310,17 @@ cdef inline void _gauss_moments(double y, double m, double v, double s2, double*
 
 
 # log p(y|f) and its first three derivatives in f.  Returns 0, or -1 when the
-# likelihood has no derivatives (step, noisy threshold); outputs are then undefined.
+# likelihood has no derivatives (step, noisy threshold, Laplace, one-sided
+# exponential); outputs are then undefined.
 # Gaussian: log N(y; f, s2), (y - f)/s2, -1/s2, 0.
-# (Implementation detail: for step / noisy threshold lp is still log p(y|f), with
-# p(y|0) = 1/2, and d1..d3 are NaN.  Gaussian with s2 <= 0 or NaN: NaN outputs,
-# return value 0.)
+# (Implementation detail: for the likelihoods without derivatives lp is still
+# log p(y|f) and d1..d3 are NaN: step / noisy threshold with p(y|0) = 1/2, Laplace
+# log(lam/2) - lam |y - f|, one-sided log(lam) - lam (y - f) for y > f and -inf for
+# y <= f; a rate lam <= 0 or NaN gives lp = NaN.  Gaussian with s2 <= 0 or NaN: NaN
+# outputs, return value 0.)
 cdef inline int lik_derivs(int lik, double y, double f, const double* par,
                            double* lp, double* d1, double* d2, double* d3) noexcept nogil:
-    cdef double z = y * f, e, sp, sm, eps
+    cdef double z = y * f, e, sp, sm, eps, lam
     if lik == LIK_GAUSSIAN:
         _gauss_lik(y, f, par[0], lp, d1, d2, d3)
         return 0
@@ -341,6 +368,20 @@ cdef inline int lik_derivs(int lik, double y, double f, const double* par,
             lp[0] = log(eps)
         elif z == 0.0:
             lp[0] = GPC_LOG_HALF
+        else:
+            lp[0] = NAN
+        return -1
+    if lik == LIK_LAPLACE or lik == LIK_ONE_SIDED:
+        lam = par[0]
+        z = y - f
+        if not (lam > 0.0):
+            lp[0] = NAN
+        elif lik == LIK_LAPLACE:
+            lp[0] = log(0.5 * lam) - lam * fabs(z)
+        elif z > 0.0:
+            lp[0] = log(lam) - lam * z
+        elif z <= 0.0:
+            lp[0] = -INFINITY
         else:
             lp[0] = NAN
         return -1
@@ -570,11 +611,163 @@ cdef inline void _noisy_moments(double y, double m, double v, double eps, double
     dlogZ_dpar[0] = -erf(z / GPC_SQRT2) * exp(-logZ[0])
 
 
+# ---------------------------------------------------------------------------------
+# Exponential-noise regression likelihoods, rate lam = par[0] > 0, noise z = y - f:
+#     Laplace:      p(y|f) = (lam/2) exp(-lam |z|),
+#     one-sided:    p(y|f) = lam exp(-lam z) for z > 0, 0 for z <= 0.
+# With f ~ N(m, v) the noise is z ~ N(mu, v), mu = y - m; write s = sqrt(v), t = lam s,
+# x = mu/s.  Completing the square,
+#     int_0^inf exp(-lam z) N(z; mu, v) dz = exp(-lam mu + t^2/2) Phi(a),  a = x - t,
+# and the tilted law of z on that half line is N(mu - lam v, v) truncated to z > 0:
+# E[z] = s sh(a), Var[z] = v (1 - r(a) sh(a)) with r = N/Phi and sh = a + r (_mills).
+# With ell(a) = log Phi(a) + a^2/2 = log(erfcx(-a/sqrt2)/2) (increasing, ell' = sh) the
+# same integral is exp(-x^2/2 + ell(a)); that form is used for a < 0 (no cancellation
+# between t^2/2 and log Phi(a) ~ -a^2/2), the first one for a >= 0 (no cancellation
+# between -x^2/2 and a^2/2).
+#
+# One-sided: Z = lam exp(-x^2/2 + ell(a)) and
+#     d log Z/dm = lam - r/s = (x - sh)/s  (the first form for a >= 0, the second for
+#                  a < 0, where r ~ -a: each is free of cancellation where it is used,
+#                  apart from the sign change of the derivative itself),
+#     d2 log Z/dm2 = -r sh / v,   d log Z/d lam = 1/lam - E_t[z],   E_t[z] = s sh.
+# Laplace: Z = (lam/2)(A + B), A the integral above (z > 0, a1 = x - t) and B its mirror
+# image (z < 0, a2 = -x - t).  With d = log A - log B = ell(a1) - ell(a2) (the sign of
+# mu; for small |x| the integral of sh over [a2, a1], see _ell_diff), wA = sigma(d) =
+# P_t(z > 0) and wB = 1 - wA:
+#     d log Z/dm = lam (wA - wB) = lam tanh(d/2)     (= E_t[d log p/df]),
+#     d2 log Z/dm2 = -(2 lam/s) wA wB (sh(a1) + sh(a2)),
+#     d log Z/d lam = 1/lam - E_t|z|,   E_t|z| = s (wA sh(a1) + wB sh(a2)).
+# The second derivative: as a mixture of two truncated normals,
+# v d2 = -(wA r1 sh1 + wB r2 sh2) + wA wB (sh1 + sh2)^2, whose terms cancel both for
+# small and for large t; but wA r1 = wB r2 (both are N(x)/(A + B)), hence
+# wA r1 = wA wB (r1 + r2), and with a1 + a2 = -2t the sum collapses to the product
+# -2 t wA wB (sh1 + sh2): positive factors only, no cancellation anywhere.
+# v == 0: the point values log p(y|m), with zero m-derivatives (the convention of the
+# step likelihood), d log Z/d lam = 1/lam - E|z| and E[z] as the v -> 0 limits (the
+# one-sided tilted law tends to a point mass at max(mu, 0)).
+
+cdef inline double _ell(double a) noexcept nogil:
+    # log Phi(a) + a^2/2 (+inf for a > ~1.9e154, where a^2 overflows).
+    if a >= 0.0:
+        return 0.5 * a * a + log_ndtr_stable(a)
+    return log(0.5 * erfcx(-a / GPC_SQRT2))
+
+
+cdef inline double _ell_diff(double x, double t) noexcept nogil:
+    # ell(x - t) - ell(-x - t) for x >= 0, t > 0 with a small relative error.  The
+    # direct difference loses ~eps |ell| / d, badly for x -> 0 (where d ~ 2 x sh(-t));
+    # there d = int sh over [-x - t, x - t] by the 10-point Gauss-Legendre rule, used
+    # for x <= (t + 2)/4.  sh is analytic: its singularities (the zeros of Phi) lie in
+    # Re a > 1.9, at distance > t + 1.9 from -t, so the rule converges like 7.7^-20.
+    cdef int k
+    cdef double acc = 0.0, u, r, sh1, sh2
+    if x <= 0.25 * (t + 2.0):
+        for k in range(5):
+            u = x * GPC_GL10_X[k]
+            _mills(u - t, &r, &sh1)
+            _mills(-u - t, &r, &sh2)
+            acc += GPC_GL10_W[k] * (sh1 + sh2)
+        return x * acc
+    return _ell(x - t) - _ell(-x - t)
+
+
+cdef inline void _nan_moments(double* logZ, double* dlogZ, double* d2logZ,
+                              double* dlogZ_dpar, double* em) noexcept nogil:
+    logZ[0] = NAN
+    dlogZ[0] = NAN
+    d2logZ[0] = NAN
+    dlogZ_dpar[0] = NAN
+    em[0] = NAN
+
+
+cdef inline void _one_sided_moments(double y, double m, double v, double lam,
+                                    double* logZ, double* dlogZ, double* d2logZ,
+                                    double* dlogZ_dpar, double* em) noexcept nogil:
+    # em: E_t[y - f] under the tilted law p(y|f) N(f; m, v) / Z.
+    cdef double mu = y - m, s, x, a, r, sh
+    if not (lam > 0.0 and v >= 0.0):
+        _nan_moments(logZ, dlogZ, d2logZ, dlogZ_dpar, em)
+        return
+    if v == 0.0:
+        if mu > 0.0:
+            logZ[0] = log(lam) - lam * mu
+            em[0] = mu
+        elif mu <= 0.0:
+            logZ[0] = -INFINITY
+            em[0] = 0.0
+        else:
+            _nan_moments(logZ, dlogZ, d2logZ, dlogZ_dpar, em)
+            return
+        dlogZ[0] = 0.0
+        d2logZ[0] = 0.0
+        dlogZ_dpar[0] = 1.0 / lam - em[0]
+        return
+    s = sqrt(v)
+    x = _clamp(mu / s)
+    a = x - lam * s
+    _mills(a, &r, &sh)
+    if a >= 0.0:
+        logZ[0] = log(lam) - lam * (mu - 0.5 * lam * v) + log_ndtr_stable(a)
+        dlogZ[0] = lam - r / s
+    else:
+        logZ[0] = log(lam) - 0.5 * x * x + log(0.5 * erfcx(-a / GPC_SQRT2))
+        dlogZ[0] = (x - sh) / s
+    d2logZ[0] = -(r * sh) / v
+    em[0] = s * sh
+    dlogZ_dpar[0] = 1.0 / lam - em[0]
+
+
+cdef inline void _laplace_moments(double y, double m, double v, double lam,
+                                  double* logZ, double* dlogZ, double* d2logZ,
+                                  double* dlogZ_dpar, double* em) noexcept nogil:
+    # em: E_t|y - f| under the tilted law.  The computation runs on the side of the
+    # sign of mu ("d", the larger weight) and the other one ("o"): d = ell(ad) -
+    # ell(ao) >= 0, and log Z = log(lam/2) + log Ad + log1p(exp(-d)).
+    cdef double mu = y - m, s, t, x, ad, ao, rd, shd, ro, sho, d, e, wd, wo, lad
+    if not (lam > 0.0 and v >= 0.0):
+        _nan_moments(logZ, dlogZ, d2logZ, dlogZ_dpar, em)
+        return
+    if v == 0.0:
+        em[0] = fabs(mu)
+        logZ[0] = log(0.5 * lam) - lam * em[0]
+        dlogZ[0] = 0.0 if mu == mu else NAN
+        d2logZ[0] = dlogZ[0]
+        dlogZ_dpar[0] = 1.0 / lam - em[0]
+        return
+    s = sqrt(v)
+    t = lam * s
+    x = fabs(_clamp(mu / s))
+    ad = x - t
+    ao = -x - t
+    _mills(ad, &rd, &shd)
+    _mills(ao, &ro, &sho)
+    d = _ell_diff(x, t)
+    e = exp(-d)
+    wd = 1.0 / (1.0 + e)
+    wo = e * wd
+    if ad >= 0.0:
+        lad = -lam * (fabs(mu) - 0.5 * lam * v) + log_ndtr_stable(ad)
+    else:
+        lad = -0.5 * x * x + log(0.5 * erfcx(-ad / GPC_SQRT2))
+    logZ[0] = log(0.5 * lam) + lad + log1p(e)
+    dlogZ[0] = lam * tanh(0.5 * d)
+    if mu < 0.0:
+        dlogZ[0] = -dlogZ[0]
+    d2logZ[0] = -(2.0 * lam / s) * (wd * wo) * (shd + sho)
+    em[0] = s * (wd * shd + wo * sho)
+    dlogZ_dpar[0] = 1.0 / lam - em[0]
+
+
 # Z = int p(y|f) N(f; m, v) df: log Z, d log Z/dm, d^2 log Z/dm^2 and d log Z/d par[0]
 # (0 for likelihoods without parameters).  v >= 0; v == 0 gives the point values.
 # Gaussian (par[0] = s2): exact, Z = N(y; m, v + s2), d log Z/d s2 =
-# ((y - m)^2/(v + s2)^2 - 1/(v + s2))/2.
-# (Implementation detail: v < 0 or NaN gives NaN.  Step / noisy threshold at v == 0
+# ((y - m)^2/(v + s2)^2 - 1/(v + s2))/2.  Laplace / one-sided exponential (par[0] =
+# lam): closed forms through log Phi and the Mills ratio (see above), finite wherever
+# the true value is; d log Z/d lam = 1/lam - E_t|y - f| (resp. E_t[y - f]).
+# (Implementation detail: v < 0 or NaN gives NaN, as does a rate lam <= 0 or NaN.
+# Laplace / one-sided at v == 0: log p(y|m) (-inf for the one-sided with y <= m), zero
+# m-derivatives and d log Z/d lam = 1/lam - |y - m| (resp. 1/lam - max(y - m, 0)), the
+# v -> 0 limit.  Step / noisy threshold at v == 0
 # return the point values with zero m-derivatives: Z = eps + (1 - 2 eps) H(y m) with
 # H(0) = 1/2, so log Z = log(1/2) at m == 0, where the v -> 0 limit of the
 # derivatives diverges, and log Z = -inf for the step with y m < 0 (there too the
@@ -609,6 +802,10 @@ cdef inline void lik_gauss_moments(int lik, double y, double m, double v, const 
         _noisy_moments(y, m, v, par[0], logZ, dlogZ, d2logZ, dlogZ_dpar)
     elif lik == LIK_GAUSSIAN:
         _gauss_moments(y, m, v, par[0], logZ, dlogZ, d2logZ, dlogZ_dpar)
+    elif lik == LIK_LAPLACE:
+        _laplace_moments(y, m, v, par[0], logZ, dlogZ, d2logZ, dlogZ_dpar, &L)
+    elif lik == LIK_ONE_SIDED:
+        _one_sided_moments(y, m, v, par[0], logZ, dlogZ, d2logZ, dlogZ_dpar, &L)
     else:
         logZ[0] = NAN
         dlogZ[0] = NAN
@@ -616,9 +813,10 @@ cdef inline void lik_gauss_moments(int lik, double y, double m, double v, const 
         dlogZ_dpar[0] = NAN
 
 
-# p(y = +1) under f ~ N(m, v).  Not meaningful for the Gaussian (regression)
-# likelihood, which has no class +1: NaN is returned for it (and for unknown codes);
-# its predictive is the latent N(m, v) plus the noise s2.
+# p(y = +1) under f ~ N(m, v).  Not meaningful for the regression likelihoods
+# (Gaussian, Laplace, one-sided exponential), which have no class +1: NaN is returned
+# for them (and for unknown codes); their predictive is the latent N(m, v) plus the
+# noise.
 # (Implementation detail: step / noisy threshold at v == 0 use H(0) = 1/2; logit
 # with v <= GPC_LOGIT_GH_VMAX and no `quad` gives NaN; v < 0 gives NaN.)
 cdef inline double lik_predict(int lik, double m, double v, const double* par,
@@ -651,3 +849,38 @@ cdef inline double lik_predict(int lik, double m, double v, const double* par,
         eps = par[0]
         return eps + (1.0 - 2.0 * eps) * h
     return NAN
+
+
+# EM statistic of the likelihood parameter: the expectation of the likelihood's
+# sufficient statistic under the tilted law p_t(f) = p(y|f) N(f; m, v) / Z (the exact
+# posterior of f for one site; a Gaussian approximation to it would give the one-sided
+# likelihood a zero, i.e. log p = -inf, with positive probability):
+#     Gaussian:    E_t[(y - f)^2] = (y - m_t)^2 + v_t   (m_t, v_t the tilted moments),
+#     Laplace:     E_t[|y - f|],
+#     one-sided:   E_t[y - f].
+# The M-step maximising sum_i E_t[log p(y_i|f_i)] is closed-form in the mean of the
+# statistics: s2 = mean(stat) (Gaussian), lam = 1/mean(stat) (the exponential ones).
+# Returns 0, or -1 (stat = NaN) for likelihoods without such a statistic.
+# (Implementation detail: v == 0 gives the point value (y - m)^2, |y - m| and, for the
+# one-sided, max(y - m, 0), the v -> 0 limit; v < 0 or NaN, or an invalid parameter,
+# gives NaN with return value 0.)
+cdef inline int lik_em_stat(int lik, double y, double m, double v, const double* par,
+                            double* stat) noexcept nogil:
+    cdef double a, b, c, d, g, e
+    if lik == LIK_GAUSSIAN:
+        if not (par[0] > 0.0 and v >= 0.0):
+            stat[0] = NAN
+            return 0
+        # y - m_t = (y - m) s2/(v + s2), v_t = v s2/(v + s2).
+        g = par[0] / (v + par[0])
+        e = (y - m) * g
+        stat[0] = e * e + v * g
+        return 0
+    if lik == LIK_LAPLACE:
+        _laplace_moments(y, m, v, par[0], &a, &b, &c, &d, stat)
+        return 0
+    if lik == LIK_ONE_SIDED:
+        _one_sided_moments(y, m, v, par[0], &a, &b, &c, &d, stat)
+        return 0
+    stat[0] = NAN
+    return -1

@@ -4,15 +4,16 @@ Private module: the public interface is :mod:`gpc.likelihoods`.  Every array
 argument is converted to a C-contiguous float64 1-D array; arrays of one call must
 have equal length (the likelihood classes broadcast before calling).  The loops run
 without the GIL.  Targets ``y`` are not checked here: labels in {-1, +1} for the
-classification codes, any real numbers for ``LIK_GAUSSIAN`` (par[0] = noise variance
-> 0; a non-positive one gives NaN).
+classification codes, any real numbers for the regression codes ``LIK_GAUSSIAN``
+(par[0] = noise variance > 0), ``LIK_LAPLACE`` and ``LIK_ONE_SIDED`` (par[0] = rate
+> 0); a non-positive parameter gives NaN.
 """
 import numpy as np
 from scipy.special import roots_hermitenorm
 
 cimport _lik
 from _lik cimport (Quad, log_ndtr_stable, inv_mills, lik_derivs, lik_gauss_moments,
-                   lik_predict, _mills, GPC_LSM_TAU, GPC_LSM_LOGW, GPC_LSM_N,
+                   lik_predict, lik_em_stat, _mills, GPC_LSM_TAU, GPC_LSM_LOGW, GPC_LSM_N,
                    GPC_LOGIT_GH_VMAX)
 
 LIK_PROBIT = _lik.LIK_PROBIT
@@ -20,6 +21,8 @@ LIK_LOGIT = _lik.LIK_LOGIT
 LIK_NOISY_THRESHOLD = _lik.LIK_NOISY_THRESHOLD
 LIK_STEP = _lik.LIK_STEP
 LIK_GAUSSIAN = _lik.LIK_GAUSSIAN
+LIK_LAPLACE = _lik.LIK_LAPLACE
+LIK_ONE_SIDED = _lik.LIK_ONE_SIDED
 
 #: Logit Gaussian moments use the Gauss-Hermite rule for v <= this variance and a
 #: fixed 64-node logistic scale-mixture rule above it (see ``_lik.pxd``).
@@ -27,9 +30,12 @@ LOGIT_GH_VMAX = float(GPC_LOGIT_GH_VMAX)
 
 _NAMES = {LIK_PROBIT: "probit", LIK_LOGIT: "logit",
           LIK_NOISY_THRESHOLD: "noisy_threshold", LIK_STEP: "step",
-          LIK_GAUSSIAN: "gaussian"}
+          LIK_GAUSSIAN: "gaussian", LIK_LAPLACE: "laplace",
+          LIK_ONE_SIDED: "one_sided_exponential"}
 _NPAR = {LIK_PROBIT: 0, LIK_LOGIT: 0, LIK_NOISY_THRESHOLD: 1, LIK_STEP: 0,
-         LIK_GAUSSIAN: 1}
+         LIK_GAUSSIAN: 1, LIK_LAPLACE: 1, LIK_ONE_SIDED: 1}
+#: Codes with an EM statistic (``em_statistic``).
+_EM_CODES = (LIK_GAUSSIAN, LIK_LAPLACE, LIK_ONE_SIDED)
 _EMPTY = np.zeros(0)
 _EMPTY.flags.writeable = False
 
@@ -118,13 +124,18 @@ def log_lik(int lik, y, f, par=None):
 def loglik_derivs(int lik, y, f, par=None):
     """log p(y|f) and its first three f-derivatives: ``(lp, d1, d2, d3)``.
 
-    Raises ValueError for likelihoods without derivatives (step, noisy threshold).
+    Raises ValueError for likelihoods without derivatives (step, noisy threshold,
+    Laplace, one-sided exponential).
     """
     lik, par = _check_lik(lik, par)
     if lik in (LIK_STEP, LIK_NOISY_THRESHOLD):
         raise ValueError(f"the {_NAMES[lik]!r} likelihood is not differentiable in f; "
                          "Laplace's method needs a differentiable likelihood (use "
                          "'probit' or 'logit', or EP/ADF for this one)")
+    if lik in (LIK_LAPLACE, LIK_ONE_SIDED):
+        raise ValueError(f"the {_NAMES[lik]!r} likelihood has no derivatives in f "
+                         "(it has a kink at f = y); use EP, ADF or the online methods "
+                         "with it")
     cdef const double[::1] yv = _vec(y, "y"), fv = _vec(f, "f"), pv = par
     cdef Py_ssize_t n = _same_length(y=yv, f=fv), i
     lp = np.empty(n)
@@ -180,8 +191,32 @@ def gauss_moments(int lik, y, m, v, par=None, quad_x=None, quad_logw=None):
     return logZ, dlogZ, d2logZ, dpar
 
 
+def em_statistic(int lik, y, m, v, par=None):
+    """Tilted expectation of the likelihood's sufficient statistic (for EM).
+
+    Under p_t(f) = p(y|f) N(f; m, v) / Z: E_t[(y - f)^2] (``LIK_GAUSSIAN``),
+    E_t[|y - f|] (``LIK_LAPLACE``), E_t[y - f] (``LIK_ONE_SIDED``).  Raises
+    NotImplementedError for the other codes.
+    """
+    lik, par = _check_lik(lik, par)
+    if lik not in _EM_CODES:
+        raise NotImplementedError(f"the {_NAMES[lik]!r} likelihood has no EM statistic")
+    cdef const double[::1] yv = _vec(y, "y"), mv = _vec(m, "m"), vv = _vec(v, "v")
+    cdef const double[::1] pv = par
+    cdef Py_ssize_t n = _same_length(y=yv, m=mv, v=vv), i
+    out = np.empty(n)
+    cdef double[::1] o = out
+    cdef const double* pp = _ptr(pv)
+    cdef int code = lik
+    with nogil:
+        for i in range(n):
+            lik_em_stat(code, yv[i], mv[i], vv[i], pp, &o[i])
+    return out
+
+
 def predict(int lik, m, v, par=None, quad_x=None, quad_logw=None):
-    """p(y = +1) under f ~ N(m, v) (NaN for ``LIK_GAUSSIAN``, which has no classes)."""
+    """p(y = +1) under f ~ N(m, v) (NaN for the regression codes, which have no
+    classes)."""
     lik, par = _check_lik(lik, par)
     qx, qw = _quad(quad_x, quad_logw)
     cdef const double[::1] mv = _vec(m, "m"), vv = _vec(v, "v")

@@ -41,8 +41,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymm, dsyr, dsyrk, dtrsm
-from _lik cimport (LIK_GAUSSIAN, LIK_LOGIT, LIK_NOISY_THRESHOLD, LIK_PROBIT, LIK_STEP,
-                  Quad, lik_gauss_moments)
+from _lik cimport Quad, lik_gauss_moments, lik_n_params
 
 
 cdef enum:
@@ -292,9 +291,9 @@ def adf_sweep(const double[::1, :] K, const double[::1] y, int lik, const double
         raise ValueError("t_active must be in [0, n]")
     if block < 1:
         raise ValueError("block must be >= 1")
-    if lik not in (LIK_PROBIT, LIK_LOGIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN):
+    if lik_n_params(lik) < 0:
         raise ValueError(f"unknown likelihood code {lik}")
-    if (lik == LIK_NOISY_THRESHOLD or lik == LIK_GAUSSIAN) and par.shape[0] < 1:
+    if par.shape[0] < lik_n_params(lik):
         raise ValueError("this likelihood needs its parameter in par[0]")
     if quad_x.shape[0] != quad_logw.shape[0]:
         raise ValueError("quad_x and quad_logw must have equal lengths")
