@@ -16,9 +16,11 @@ import bench_adf
 import bench_ep
 import bench_laplace
 import bench_pl
+import bench_sparse
 from _common import machine_line, publish
 
-SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf}
+SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
+          "sparse": bench_sparse}
 
 
 def main(argv=None):
@@ -32,7 +34,7 @@ def main(argv=None):
     args = ap.parse_args(argv[1:])
     sections = ["# Benchmark results", "",
                 f"Command: `python {' '.join(argv)}`  ", machine_line(), ""]
-    for name in ["laplace", "ep", "pl", "adf"]:
+    for name in ["laplace", "ep", "pl", "adf", "sparse"]:
         if name in args.only:
             sections.append(SUITES[name].run(args))
     publish("\n".join(sections), args.write)

@@ -11,7 +11,8 @@ from .classifier import GaussianProcessClassifier
 from .inference import InferenceResult, available_methods, infer
 from .likelihoods import get_likelihood
 from .optimize import GammaPrior, LogNormalPrior, maximize_evidence
-from .posterior import SitePosterior
+from .posterior import ExplicitPosterior, SitePosterior
+from .sparse import SparseGPClassifier, SparseGPRegressor
 
 __version__ = "0.1.0"
 
@@ -22,6 +23,9 @@ __all__ = [
     "LogNormalPrior",
     "NotPositiveDefiniteError",
     "SitePosterior",
+    "SparseGPClassifier",
+    "SparseGPRegressor",
+    "ExplicitPosterior",
     "available_methods",
     "get_likelihood",
     "infer",

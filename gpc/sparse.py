@@ -1,0 +1,904 @@
+"""The sparse online Gaussian process (Csató & Opper 2002): classification and
+regression on a basis-vector set of bounded size.
+
+The posterior process is kept on a basis-vector (BV) set of at most ``max_basis``
+training inputs: ``mean(x) = k(x)' alpha``, ``cov(x, x') = K(x, x') + k(x)' C k(x')``
+with ``k(x) = K(BV, x)``.  Memory is O(max_basis^2) whatever the number of
+examples, and no n x n matrix is ever formed; kernel values are computed in chunks.
+
+* **Online pass** (one sweep, also :meth:`partial_fit`): each example updates
+  ``(alpha, C)`` by assumed density filtering; it joins the BV set when its novelty
+  ``gamma = k(x, x) - k' K_BV^{-1} k`` (the variance of f(x) left unexplained by the
+  BV set) exceeds ``novelty_tol * k(x, x)``, otherwise the update is projected onto
+  the BV set; over capacity the BV with the smallest score
+  ``alpha_i^2 / (Q_ii + C_ii)`` (``Q = K_BV^{-1}``) is removed by the KL-optimal
+  projection.  The novelty comes from a Cholesky factor of ``K_BV`` kept up to
+  date (never a recursively updated inverse, which loses accuracy as the BV set
+  becomes ill-conditioned and then admits BVs that add nothing).  The hot loop is ``gpc._sparse`` (``src_c/_sparse.pyx``).
+* **EP sweeps** (``n_sweeps > 1``): with the BV set of the online pass fixed, the
+  model is ``f(x) = p(x)' f_BV + noise of variance gamma(x)`` (``p = Q k``), on
+  which the online pass is exact ADF.  Expectation propagation refines one Gaussian
+  site per example on its projected latent ``u = p' f_BV``: each is removed, the
+  example re-included by moment matching and the site replaced (rank-one updates).
+  After each sweep ``(alpha, C)`` are recomputed from the sites,
+  ``alpha = (K_BV + M)^{-1} eta``, ``C = (K_BV + M)^{-1} - K_BV^{-1}`` with
+  ``M = K_BX T K_XB`` and ``eta = K_BX nu``, and the EP log evidence is evaluated.
+  With every example in the BV set (``max_basis >= n``, ``novelty_tol = 0``) the
+  online pass is ADF and the sweeps are sequential EP on the full GP.
+* **EM** (Csató & Opper section 3), when ``optimizer`` is set: the E-step is the
+  inference above; the M-step sets likelihood parameters in closed form from the
+  tilted distributions (``Likelihood.em_update``: the maximiser of
+  ``sum_i E[log p(y_i | f_i)]``) and maximises over the kernel's
+  log-hyperparameters (L-BFGS-B) the evidence of the BV-set model with the
+  E-step's site factors held fixed in BV coordinates,
+  ``log int N(f; 0, K_BV) exp(eta~'f - f'A~f/2) df``, whose gradient in ``K_BV`` is
+  the paper's eq. (10), ``(alpha alpha' + C) / 2``.
+
+Use the likelihood's noise (Gaussian, Laplace, one-sided exponential) rather than a
+white-noise kernel: a kernel's white-noise term enters ``K_BV`` but not the
+cross-covariances ``K(BV, x)`` (scikit-learn's convention), so it acts as part of the
+residual ``gamma``.
+"""
+
+import time
+import warnings
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _sparse
+from .kernels import as_kernel, contract
+from .likelihoods import get_likelihood
+
+
+class SparseState:
+    """The posterior on a BV set, with room for one more BV than ``max_basis``.
+
+    Attributes
+    ----------
+    X : ndarray of shape (d, n_features)
+        The BV inputs, in slot order.
+    alpha : ndarray of shape (max_basis + 1,)
+        Mean weights (the first d are used).
+    C, L : ndarray of shape (max_basis + 1, max_basis + 1), Fortran
+        Covariance correction and the lower Cholesky factor of ``K_BV`` (lower
+        triangles of the leading d x d blocks).
+    diag_q : ndarray of shape (max_basis + 1,)
+        The diagonal of ``K_BV^{-1}`` (for the removal scores).
+    n_seen : int
+        Examples presented (first presentations).
+    log_evidence : float
+        Sum of the log predictive probabilities of the online pass.
+    """
+
+    def __init__(self, max_basis, n_features):
+        cap = int(max_basis) + 1
+        self.max_basis = int(max_basis)
+        self.X = np.zeros((0, n_features))
+        self.alpha = np.zeros(cap)
+        self.C = np.zeros((cap, cap), order="F")
+        self.L = np.zeros((cap, cap), order="F")
+        self.diag_q = np.zeros(cap)
+        self.n_seen = 0
+        self.log_evidence = 0.0
+
+    @property
+    def d(self):
+        """Current number of basis vectors."""
+        return self.X.shape[0]
+
+    def matrices(self):
+        """``(alpha, C, Q)`` of the d basis vectors (C symmetric, ``Q = K_BV^{-1}``
+        from the Cholesky factor)."""
+        d = self.d
+        L = np.tril(self.L[:d, :d])
+        Q = cho_solve((L, True), np.eye(d), check_finite=False) if d else np.zeros((0, 0))
+        return self.alpha[:d].copy(), _full(self.C, d), Q
+
+    def copy(self):
+        new = SparseState.__new__(SparseState)
+        new.__dict__.update({k: (v.copy(order="K") if isinstance(v, np.ndarray) else v)
+                             for k, v in self.__dict__.items()})
+        return new
+
+
+def _full(M, d):
+    """The symmetric d x d matrix held in the lower triangle of M's leading block."""
+    L = np.tril(M[:d, :d])
+    return L + np.tril(L, -1).T
+
+
+def _store_full(M, A):
+    d = A.shape[0]
+    M[:d, :d] = A
+
+
+def _moment_arrays(likelihood):
+    return (np.ascontiguousarray(likelihood.params, dtype=np.float64),
+            np.ascontiguousarray(likelihood.quad_x, dtype=np.float64),
+            np.ascontiguousarray(likelihood.quad_logw, dtype=np.float64))
+
+
+def _refresh_factor(kernel, state):
+    """Recompute the Cholesky factor of K_BV and diag(K_BV^{-1}) from the kernel
+    (stops the rounding drift of their updates); kept as they are when K_BV does
+    not factorise."""
+    d = state.d
+    if d == 0:
+        return
+    try:
+        L = cholesky(np.asarray(kernel(state.X), dtype=np.float64), lower=True,
+                     check_finite=False)
+    except (LinAlgError, ValueError):
+        return
+    state.L[:d, :d] = L
+    Linv = solve_triangular(L, np.eye(d), lower=True, check_finite=False)
+    state.diag_q[:d] = np.einsum("ij,ij->j", Linv, Linv)
+
+
+def _one_blas_thread():
+    """A context with one BLAS thread: the loops call level-2 BLAS on
+    max_basis-sized matrices thousands of times, where worker threads only cost
+    synchronisation (30x slower with 2 threads on a busy 2-core machine)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-6, chunk_size=512,
+                sites=None, verbose=0):
+    """Present examples once each, in order, to the sparse online GP ``state``.
+
+    Parameters
+    ----------
+    kernel : kernel
+    likelihood : Likelihood
+    X : ndarray of shape (n, n_features)
+    y : ndarray of shape (n,)
+        Targets (labels in {-1, +1} for classification).
+    state : SparseState
+        Updated in place.
+    novelty_tol : float
+        An example joins the BV set when ``gamma > novelty_tol * k(x, x)``.
+    chunk_size : int
+        Examples per block of kernel evaluations.
+    sites : tuple of two ndarrays of shape (n,), optional
+        Receive each example's site ``(tau, nu)`` on its projected latent.
+    verbose : int
+        Print progress (about every 10%) when > 0.
+
+    Returns
+    -------
+    dict
+        ``log_evidence`` (sum of the log predictive probabilities of these
+        examples), ``n_projected``, ``n_joined``, ``n_removed``.
+    """
+    with _one_blas_thread():
+        return _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size,
+                            sites, verbose)
+
+
+def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites,
+                 verbose):
+    n = X.shape[0]
+    par, qx, qw = _moment_arrays(likelihood)
+    cap = state.max_basis + 1
+    src = np.zeros(cap, dtype=np.intc)
+    total, counts = 0.0, np.zeros(3, dtype=np.int64)
+    t0, next_report = time.perf_counter(), 0.1
+    for start in range(0, n, chunk_size):
+        Xc = X[start:start + chunk_size]
+        yc = np.ascontiguousarray(y[start:start + chunk_size], dtype=np.float64)
+        B = Xc.shape[0]
+        d0 = state.d
+        Kbx = (np.asfortranarray(kernel(state.X, Xc), dtype=np.float64) if d0
+               else np.zeros((0, B), order="F"))
+        Kxx = np.asfortranarray(kernel(Xc), dtype=np.float64)
+        kdiag = np.ascontiguousarray(kernel.diag(Xc), dtype=np.float64)
+        logz = np.empty(B)
+        tau, nu = ((sites[0][start:start + B], sites[1][start:start + B])
+                   if sites is not None else (np.empty(B), np.empty(B)))
+        joined = np.zeros(B, dtype=np.intc)
+        status, done, d, n_proj, n_join, n_rem = _sparse.online_chunk(
+            Kbx, Kxx, kdiag, yc, likelihood.code, par, qx, qw, state.alpha, state.C,
+            state.L, state.diag_q, src, d0, state.max_basis, float(novelty_tol), logz,
+            tau, nu, joined)
+        if status != _sparse.STATUS_OK:
+            raise FloatingPointError(
+                f"sparse GP: example {state.n_seen + done} gave a non-finite "
+                "predictive moment (the kernel is probably badly scaled).")
+        rows = src[:d]
+        state.X = np.concatenate([state.X, Xc])[rows] if d else state.X[:0]
+        state.n_seen += B
+        total += float(np.sum(logz))
+        counts += (n_proj, n_join, n_rem)
+        _refresh_factor(kernel, state)
+        if verbose and (start + B) / n >= next_report:
+            print(f"[gpc sparse] {start + B}/{n} examples, {state.d} basis vectors, "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
+            next_report += 0.1
+    state.log_evidence += total
+    return {"log_evidence": total, "n_projected": int(counts[0]),
+            "n_joined": int(counts[1]), "n_removed": int(counts[2])}
+
+
+def _chunks(kernel, bv_X, X, chunk_size):
+    """(start, K(BV, X_chunk) as a Fortran d x B array, k(x, x)) per chunk."""
+    for start in range(0, X.shape[0], chunk_size):
+        Xc = X[start:start + chunk_size]
+        yield (start, np.asfortranarray(kernel(bv_X, Xc), dtype=np.float64),
+               np.ascontiguousarray(kernel.diag(Xc), dtype=np.float64))
+
+
+def _from_sites(kernel, likelihood, X, y, state, tau, nu, chunk_size, update=True):
+    """Evaluate the EP log evidence and the cavities at the current posterior (its
+    marginals and the sites give them), then (``update``) recompute ``(alpha, C)``
+    from the sites: ``alpha = (K_BV + M)^{-1} eta``, ``C = (K_BV + M)^{-1} - Q``.
+
+    Returns ``(log_evidence, cavity_mean, cavity_var, eta, M)``, the cavity of f
+    including the residual variance gamma; the posterior is left as it was when
+    K_BV + M does not factorise (log evidence NaN then)."""
+    d = state.d
+    alpha, C, Q = state.matrices()
+    K_bv = np.asarray(kernel(state.X), dtype=np.float64)
+    M, eta = np.zeros((d, d)), np.zeros(d)
+    pieces = 0.0
+    c_mean, c_var = np.empty(X.shape[0]), np.empty(X.shape[0])
+    for start, Kbx, kdiag in _chunks(kernel, state.X, X, chunk_size):
+        sl = slice(start, start + Kbx.shape[1])
+        ta, na = tau[sl], nu[sl]
+        M += (Kbx * ta) @ Kbx.T
+        eta += Kbx @ na
+        QK = Q @ Kbx
+        m = Kbx.T @ alpha
+        vu = np.maximum(np.einsum("ij,ij->j", Kbx, C @ Kbx + QK), 0.0)
+        gamma = np.maximum(kdiag - np.einsum("ij,ij->j", Kbx, QK), 0.0)
+        # Cavity of u (site removed), written without dividing by vu (which
+        # vanishes for an x unrelated to the BV set): vc = vu / (1 - tau vu).
+        den = 1.0 - ta * vu
+        ok = den > 0
+        safe = np.where(ok, den, 1.0)
+        vc = np.where(ok, vu / safe, vu)
+        mc = np.where(ok, (m - vu * na) / safe, m)
+        lz = likelihood.gauss_moments(y[sl], mc, vc + gamma)[0]
+        c_mean[sl], c_var[sl] = mc, vc + gamma
+        log_t = (-0.5 * np.log1p(ta * vc)
+                 + (na * na * vc + 2.0 * na * mc - ta * mc * mc) / (2.0 * (1.0 + ta * vc)))
+        pieces += float(np.sum(np.where(ok, lz - log_t, 0.0)))
+    A = K_bv + M
+    try:
+        LA = cholesky(A, lower=True, check_finite=False)
+        LK = cholesky(K_bv, lower=True, check_finite=False)
+    except (LinAlgError, ValueError):
+        return np.nan, c_mean, c_var, eta, M
+    a = cho_solve((LA, True), eta, check_finite=False)
+    if update:
+        state.alpha[:d] = a
+        _store_full(state.C, cho_solve((LA, True), np.eye(d), check_finite=False) - Q)
+    log_zq = 0.5 * eta @ a - np.sum(np.log(np.diag(LA))) + np.sum(np.log(np.diag(LK)))
+    return log_zq + pieces, c_mean, c_var, eta, M
+
+
+def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
+              tol=1e-6, chunk_size=512, verbose=0):
+    """EP sweeps with the BV set of ``state`` fixed (see the module notes).
+
+    ``tau``, ``nu``: the sites of the online pass (updated in place).  With
+    ``n_sweeps = 0`` the posterior is left as it is and only evaluated.  Returns a
+    dict with ``log_evidence`` (EP, at the end), ``n_sweeps`` (made), ``converged``
+    (largest relative site change of the last sweep below ``tol``), ``n_skipped``
+    (updates skipped for an improper cavity or update), the cavities of f
+    (``cavity_mean``, ``cavity_var``) and the site factors in BV coordinates
+    (``eta``, ``M``: ``K_BX nu`` and ``K_BX T K_XB``)."""
+    with _one_blas_thread():
+        return _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping,
+                          tol, chunk_size, verbose)
+
+
+def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
+               chunk_size, verbose):
+    par, qx, qw = _moment_arrays(likelihood)
+    _refresh_factor(kernel, state)
+    log_ev, c_mean, c_var, eta, M = _from_sites(kernel, likelihood, X, y, state, tau,
+                                                nu, chunk_size, update=n_sweeps > 0)
+    skipped, converged, made, change = 0, n_sweeps == 0, 0, 0.0
+    for sweep in range(n_sweeps):
+        change = 0.0
+        for start, Kbx, kdiag in _chunks(kernel, state.X, X, chunk_size):
+            sl = slice(start, start + Kbx.shape[1])
+            yc = np.ascontiguousarray(y[sl], dtype=np.float64)
+            ta, na = tau[sl].copy(), nu[sl].copy()
+            status, n_cav, n_upd, ch = _sparse.ep_chunk(
+                Kbx, kdiag, yc, likelihood.code, par, qx, qw, state.alpha, state.C,
+                state.L, state.d, ta, na, float(damping))
+            if status != _sparse.STATUS_OK:
+                raise FloatingPointError("sparse GP: non-finite moments in an EP "
+                                         f"sweep (examples {start}..).")
+            tau[sl], nu[sl] = ta, na
+            skipped += n_cav + n_upd
+            change = max(change, ch)
+        made += 1
+        log_ev, c_mean, c_var, eta, M = _from_sites(kernel, likelihood, X, y, state,
+                                                    tau, nu, chunk_size)
+        if verbose:
+            print(f"[gpc sparse] EP sweep {sweep + 1}: log evidence {log_ev:.6g}, "
+                  f"largest site change {change:.2e}", flush=True)
+        if change < tol:
+            converged = True
+            break
+    return {"log_evidence": log_ev, "n_sweeps": made, "converged": converged,
+            "n_skipped": skipped, "max_change": change, "cavity_mean": c_mean,
+            "cavity_var": c_var, "eta": eta, "M": M}
+
+
+def bv_prior_em(K_bv, S):
+    """The kernel M-step objective and its gradient in ``K_BV``.
+
+    With the E-step's posterior of the latent values at the basis vectors,
+    ``q(f_BV) = N(mu, Sigma)``, held fixed and ``S = Sigma + mu mu'``, the EM
+    objective for the kernel is ``E_q[log N(f_BV; 0, K_BV)] = -(log|K_BV| +
+    tr(K_BV^{-1} S)) / 2`` (+ const); its gradient ``(K^{-1} S K^{-1} - K^{-1}) / 2``
+    is Csató & Opper's eq. (10), ``(alpha alpha' + C) / 2`` with ``alpha = K^{-1} mu``
+    and ``C = K^{-1} Sigma K^{-1} - K^{-1}``.
+
+    A K_BV that does not factorise (hyperparameters far from the data's, e.g. very
+    long length scales) gets the jitter ladder of :func:`gpc.infer`, so that the
+    optimiser's line search can come back from there.
+
+    Returns ``(value, dK)``.
+    """
+    from .inference._base import JITTER_LADDER
+
+    scale = float(np.mean(np.diag(K_bv)))
+    for rel in (0.0,) + JITTER_LADDER:
+        try:
+            L = cholesky(K_bv + rel * scale * np.eye(K_bv.shape[0]), lower=True,
+                         check_finite=False)
+            break
+        except LinAlgError:
+            if rel == JITTER_LADDER[-1]:
+                raise
+    Kinv = cho_solve((L, True), np.eye(K_bv.shape[0]), check_finite=False)
+    KS = Kinv @ S
+    value = -np.sum(np.log(np.diag(L))) - 0.5 * np.trace(KS)
+    return value, 0.5 * (KS @ Kinv - Kinv)
+
+
+def _noise_moments(likelihood):
+    """Mean and variance of y - f under a regression likelihood."""
+    name, p = likelihood.name, float(likelihood.params[0])
+    if name == "gaussian":
+        return 0.0, p
+    if name == "laplace":
+        return 0.0, 2.0 / p ** 2
+    if name == "one_sided_exponential":
+        return 1.0 / p, 1.0 / p ** 2
+    raise ValueError(f"no noise moments for the likelihood {name!r}")
+
+
+def _learnable_likelihood(likelihood):
+    bounds = np.asarray(likelihood.param_bounds, dtype=np.float64).reshape(-1, 2)
+    return bool(len(bounds)) and bool(np.any(bounds[:, 0] < bounds[:, 1]))
+
+
+class _SparseGP(BaseEstimator):
+    """The estimator machinery shared by :class:`SparseGPClassifier` and
+    :class:`SparseGPRegressor` (see :mod:`gpc.sparse`)."""
+
+    _classification = None
+
+    def __init__(self, kernel=None, *, likelihood=None, max_basis=100,
+                 novelty_tol=1e-6, n_sweeps=1, damping=1.0, tol=1e-6,
+                 optimizer="fmin_l_bfgs_b", n_em=10, chunk_size=512, verbose=0):
+        self.kernel = kernel
+        self.likelihood = likelihood
+        self.max_basis = max_basis
+        self.novelty_tol = novelty_tol
+        self.n_sweeps = n_sweeps
+        self.damping = damping
+        self.tol = tol
+        self.optimizer = optimizer
+        self.n_em = n_em
+        self.chunk_size = chunk_size
+        self.verbose = verbose
+
+    # -- validation ---------------------------------------------------------------
+    def _check_params(self):
+        def integer(name, low):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, np.integer)) and value >= low):
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+
+        integer("max_basis", 1)
+        integer("n_sweeps", 1)
+        integer("n_em", 0)
+        integer("chunk_size", 1)
+        if not (np.isfinite(self.novelty_tol) and self.novelty_tol >= 0):
+            raise ValueError(f"novelty_tol must be >= 0, got {self.novelty_tol!r}.")
+        if not 0.0 < self.damping <= 1.0:
+            raise ValueError(f"damping must be in (0, 1], got {self.damping!r}.")
+        if not (np.isfinite(self.tol) and self.tol > 0):
+            raise ValueError(f"tol must be a positive number, got {self.tol!r}.")
+        if self.optimizer not in (None, "fmin_l_bfgs_b"):
+            raise ValueError("optimizer must be 'fmin_l_bfgs_b' or None, got "
+                             f"{self.optimizer!r}.")
+        kernel = (C(1.0, "fixed") * RBF(1.0, "fixed") if self.kernel is None
+                  else clone(as_kernel(self.kernel)))
+        likelihood = get_likelihood(self._default_likelihood if self.likelihood is None
+                                    else self.likelihood)
+        if likelihood.is_classification != self._classification:
+            kind = "classification" if self._classification else "regression"
+            raise ValueError(f"{type(self).__name__} needs a {kind} likelihood, got "
+                             f"{likelihood.name!r}.")
+        return kernel, likelihood
+
+    # -- inference ----------------------------------------------------------------
+    def _e_step(self, kernel, likelihood, X, y):
+        """Online pass, then EP sweeps; returns (state, info)."""
+        n = X.shape[0]
+        state = SparseState(self.max_basis, X.shape[1])
+        tau, nu = np.zeros(n), np.zeros(n)
+        info = online_pass(kernel, likelihood, X, y, state, self.novelty_tol,
+                           self.chunk_size, sites=(tau, nu), verbose=self.verbose)
+        info["online_log_evidence"] = info["log_evidence"]
+        ep = ep_sweeps(kernel, likelihood, X, y, state, tau, nu, self.n_sweeps - 1,
+                       self.damping, self.tol, self.chunk_size, self.verbose)
+        if self.n_sweeps > 1:
+            info["log_evidence"] = ep["log_evidence"]
+            if not ep["converged"]:
+                warnings.warn(f"sparse GP: EP did not converge in {self.n_sweeps - 1} "
+                              f"sweeps (largest site change {ep['max_change']:.2e}, "
+                              f"tol {self.tol:g}).", ConvergenceWarning, stacklevel=3)
+        info.update(ep_log_evidence=ep["log_evidence"], n_ep_sweeps=ep["n_sweeps"],
+                    ep_converged=ep["converged"], n_skipped=ep["n_skipped"])
+        return state, info, ep
+
+    def _m_step(self, kernel, likelihood, state, y, ep, learn_kernel, learn_lik):
+        if learn_lik:
+            likelihood = likelihood.em_update(y, ep["cavity_mean"], ep["cavity_var"])
+        if learn_kernel and state.d:
+            from .optimize import maximize_evidence
+
+            bv_X = state.X
+            alpha, C_, _ = state.matrices()
+            K0 = np.asarray(kernel(bv_X), dtype=np.float64)
+            mu = K0 @ alpha
+            S = K0 + K0 @ C_ @ K0 + np.outer(mu, mu)       # Sigma + mu mu'
+            work = kernel.clone_with_theta(kernel.theta)
+
+            def objective(theta):
+                work.theta = theta
+                K_bv = np.asarray(work(bv_X), dtype=np.float64)
+                value, dK = bv_prior_em(K_bv, S)
+                return value, contract(work, bv_X, dK, K=K_bv)
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                opt = maximize_evidence(objective, kernel.theta, kernel.bounds)
+            kernel = kernel.clone_with_theta(opt.theta)
+        return kernel, likelihood
+
+    def _fit(self, X, y):
+        kernel, likelihood = self._check_params()
+        learn = self.optimizer is not None
+        learn_kernel = learn and kernel.n_dims > 0
+        learn_lik = learn and _learnable_likelihood(likelihood)
+        n_em = self.n_em if (learn_kernel or learn_lik) else 0
+        history = []
+        t0 = time.perf_counter()
+        for it in range(n_em + 1):
+            state, info, ep = self._e_step(kernel, likelihood, X, y)
+            history.append(float(info["log_evidence"]))
+            if self.verbose:
+                print(f"[gpc sparse] EM {it}/{n_em}: log evidence "
+                      f"{info['log_evidence']:.6g}, {state.d} basis vectors, "
+                      f"{time.perf_counter() - t0:.1f} s", flush=True)
+            if it == n_em:
+                break
+            kernel, likelihood = self._m_step(kernel, likelihood, state, y, ep,
+                                              learn_kernel, learn_lik)
+        self._set_fitted(kernel, likelihood, state, info, history)
+        return self
+
+    def _set_fitted(self, kernel, likelihood, state, info, history):
+        self.kernel_ = kernel
+        self.likelihood_ = likelihood
+        self._state = state
+        self.basis_vectors_ = state.X.copy()
+        alpha, C_, _ = state.matrices()
+        self.alpha_ = alpha
+        self.C_ = C_
+        self.n_basis_ = state.d
+        self.log_marginal_likelihood_value_ = float(info["log_evidence"])
+        self.em_history_ = history
+        self.inference_info_ = info
+
+    _FITTED = ("kernel_", "likelihood_", "_state", "basis_vectors_", "alpha_", "C_",
+               "n_basis_", "log_marginal_likelihood_value_", "em_history_",
+               "inference_info_", "classes_", "one_vs_rest_", "n_features_in_",
+               "feature_names_in_")
+
+    def _saved(self):
+        """The fitted attributes, to restore when a fit fails (fit and partial_fit
+        set them only at their end, but validate_data sets n_features_in_ first)."""
+        return {k: self.__dict__[k] for k in self._FITTED if k in self.__dict__}
+
+    def _restore(self, saved):
+        for k in self._FITTED:
+            self.__dict__.pop(k, None)
+        self.__dict__.update(saved)
+
+    def _partial_fit(self, X, y):
+        fitted = hasattr(self, "_state")
+        if fitted:
+            kernel, likelihood = self.kernel_, self.likelihood_
+            state = self._state.copy()
+            history = self.em_history_
+        else:
+            kernel, likelihood = self._check_params()
+            state = SparseState(self.max_basis, X.shape[1])
+            history = []
+        online_pass(kernel, likelihood, X, y, state, self.novelty_tol, self.chunk_size,
+                    verbose=self.verbose)
+        info = {"log_evidence": state.log_evidence, "n_seen": state.n_seen}
+        self._set_fitted(kernel, likelihood, state, info, history)
+        return self
+
+    # -- prediction ---------------------------------------------------------------
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent function at X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        mean, var : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        mean = np.empty(X.shape[0])
+        var = np.empty(X.shape[0])
+        for start, Kbx, kdiag in _chunks(self.kernel_, self.basis_vectors_, X,
+                                         max(self.chunk_size, 1)):
+            sl = slice(start, start + Kbx.shape[1])
+            mean[sl] = Kbx.T @ self.alpha_
+            var[sl] = kdiag + np.einsum("ij,ij->j", Kbx, self.C_ @ Kbx)
+        return mean, np.maximum(var, 0.0)
+
+
+class SparseGPClassifier(ClassifierMixin, _SparseGP):
+    """Binary GP classification with the sparse online GP (Csató & Opper 2002).
+
+    The posterior lives on at most ``max_basis`` basis vectors: memory and the cost
+    per example are O(max_basis^2) whatever the number of examples, so it takes data
+    sets and streams that O(n^3) methods cannot (see :mod:`gpc.sparse` for the
+    method).
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        Any scikit-learn or :mod:`gpc.kernels` kernel; None means ``1.0 * RBF(1.0)``
+        with both hyperparameters fixed.
+    likelihood : str or Likelihood, default=None
+        None means "probit"; "probit", "logit" or "step" (noise-free labels; the MAP/Laplace approach
+        fails for it, the moment matching here does not).
+    max_basis : int, default=100
+        Capacity of the basis-vector set.
+    novelty_tol : float, default=1e-6
+        An example joins the BV set when the variance of f(x) left unexplained by the
+        BV set exceeds ``novelty_tol * k(x, x)``; otherwise its update is projected.
+    n_sweeps : int, default=1
+        1: one online pass.  More: the online pass followed by up to
+        ``n_sweeps - 1`` EP sweeps with the BV set fixed (stopping when the sites
+        change by less than ``tol``).
+    damping : float in (0, 1], default=1.0
+        Damping of the EP site updates.
+    tol : float, default=1e-6
+        Convergence tolerance of the EP sweeps (largest relative site change).
+    optimizer : "fmin_l_bfgs_b" or None, default="fmin_l_bfgs_b"
+        With it, ``n_em`` EM iterations learn the kernel's free hyperparameters
+        (M-step by L-BFGS-B, gradient eq. (10)) and the likelihood's free
+        parameters; None keeps them.
+    n_em : int, default=10
+        EM iterations (each E-step is a fresh online pass plus the EP sweeps).
+    chunk_size : int, default=512
+        Examples per block of kernel evaluations.
+    verbose : int, default=0
+        Progress of the passes, sweeps and EM iterations when > 0.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    one_vs_rest_ : OneVsRestClassifier or None
+        For more than two classes, the one-vs-rest wrapper of one sparse GP per
+        class (the attributes below are then on its ``estimators_``).
+    kernel_, likelihood_ : the fitted kernel and likelihood
+    basis_vectors_ : ndarray of shape (n_basis_, n_features)
+    alpha_ : ndarray of shape (n_basis_,)
+    C_ : ndarray of shape (n_basis_, n_basis_)
+        The posterior: mean ``k(x)' alpha_``, covariance
+        ``K(x, x') + k(x)' C_ k(x')``, ``k(x) = K(basis_vectors_, x)``.
+    n_basis_ : int
+    log_marginal_likelihood_value_ : float
+        EP log evidence after the sweeps (the online pass's sum of log predictive
+        probabilities when ``n_sweeps = 1``).
+    em_history_ : list of float
+        The log evidence of every E-step.
+    inference_info_ : dict
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from gpc import SparseGPClassifier
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.randn(2000, 2)
+    >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> clf = SparseGPClassifier(RBF(1.0), max_basis=50, optimizer=None).fit(X, y)
+    >>> clf.n_basis_
+    50
+    >>> bool(clf.score(X, y) > 0.9)
+    True
+    """
+
+    _classification = True
+    _default_likelihood = "probit"
+
+    def _binary_or_ovr(self, classes):
+        """Fit as it is (two classes) or through one-vs-rest (more)."""
+        if classes.size < 2:
+            raise ValueError(f"SparseGPClassifier needs 2 or more classes; got "
+                             f"{classes.size} class ({classes}).")
+        if classes.size == 2:
+            return None
+        from sklearn.multiclass import OneVsRestClassifier
+
+        return OneVsRestClassifier(clone(self))
+
+    def _set_multiclass(self, ovr, classes):
+        """Keep only the one-vs-rest wrapper's state (binary attributes dropped)."""
+        for k in self._FITTED:
+            if k not in ("n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(k, None)
+        self.one_vs_rest_ = ovr
+        self.classes_ = classes
+
+    def fit(self, X, y):
+        """Fit on (X, y) (nothing changes unless it succeeds).
+
+        Two classes are one sparse GP; more are fitted one-vs-rest (one sparse GP
+        per class, in ``one_vs_rest_``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        saved = self._saved()
+        try:
+            X, y = validate_data(self, X, y, y_numeric=False)
+            check_classification_targets(y)
+            encoder = LabelEncoder().fit(y)
+            classes = encoder.classes_
+            ovr = self._binary_or_ovr(classes)
+            if ovr is None:
+                self._fit(X, 2.0 * encoder.transform(y) - 1.0)
+            else:
+                ovr.fit(X, y)
+        except BaseException:
+            self._restore(saved)
+            raise
+        if ovr is None:
+            self.one_vs_rest_ = None
+            self.classes_ = classes
+        else:
+            self._set_multiclass(ovr, classes)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Present more examples once each (online), hyperparameters kept.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes of the stream; required on the first call.
+
+        Returns
+        -------
+        self
+        """
+        first = not hasattr(self, "classes_")
+        saved = self._saved()
+        try:
+            X, y = validate_data(self, X, y, reset=first, y_numeric=False)
+            if first:
+                if classes is None:
+                    raise ValueError("classes must be passed on the first call to "
+                                     "partial_fit.")
+                all_classes = np.unique(classes)
+                ovr = self._binary_or_ovr(all_classes)
+            else:
+                all_classes, ovr = self.classes_, self.one_vs_rest_
+                if classes is not None and not np.array_equal(np.unique(classes),
+                                                              all_classes):
+                    raise ValueError(f"classes {np.unique(classes)} differ from "
+                                     f"{all_classes}.")
+            unknown = np.setdiff1d(y, all_classes)
+            if unknown.size:
+                raise ValueError(f"y contains labels {unknown} outside the classes "
+                                 f"{all_classes}.")
+            if ovr is None:
+                self._partial_fit(X, 2.0 * np.searchsorted(all_classes, y) - 1.0)
+            else:
+                ovr.partial_fit(X, y, classes=all_classes)
+        except BaseException:
+            self._restore(saved)
+            raise
+        if ovr is None:
+            self.one_vs_rest_ = None
+            self.classes_ = all_classes
+        else:
+            self._set_multiclass(ovr, all_classes)
+        return self
+
+    def predict_proba(self, X):
+        """Class probabilities, columns in the order of ``classes_`` (one-vs-rest
+        probabilities normalised for more than two classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self, "classes_")
+        if self.one_vs_rest_ is not None:
+            return self.one_vs_rest_.predict_proba(validate_data(self, X, reset=False))
+        mean, var = self.latent_mean_and_variance(X)
+        p1 = np.clip(self.likelihood_.predict(mean, var), 0.0, 1.0)
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, X):
+        """The class of largest posterior probability (two classes: the sign of the
+        latent mean).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "classes_")
+        if self.one_vs_rest_ is not None:
+            return self.one_vs_rest_.predict(validate_data(self, X, reset=False))
+        mean, _ = self.latent_mean_and_variance(X)
+        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+
+
+class SparseGPRegressor(RegressorMixin, _SparseGP):
+    """GP regression with the sparse online GP (Csató & Opper 2002), for Gaussian
+    and non-Gaussian noise.
+
+    Same method and parameters as :class:`SparseGPClassifier`; the likelihood is a
+    regression one: "gaussian", "laplace" (symmetric, robust) or
+    "one_sided_exponential" (``p(y|f) = lambda exp(-lambda (y - f))`` for y > f, the
+    paper's eq. 9), with its noise parameter learnt by EM when ``optimizer`` is set
+    and its bounds are not fixed.
+
+    Parameters
+    ----------
+    kernel, max_basis, novelty_tol, n_sweeps, damping, tol, optimizer, n_em, \
+chunk_size, verbose
+        See :class:`SparseGPClassifier`.
+    likelihood : str or Likelihood, default=None
+        None means "gaussian".
+
+    Attributes
+    ----------
+    kernel_, likelihood_, basis_vectors_, alpha_, C_, n_basis_, \
+log_marginal_likelihood_value_, em_history_, inference_info_, n_features_in_
+        See :class:`SparseGPClassifier`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from gpc import SparseGPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (1000, 1))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(1000)
+    >>> reg = SparseGPRegressor(RBF(1.0), max_basis=30).fit(X, y)
+    >>> round(float(reg.likelihood_.noise_variance), 2)
+    0.01
+    >>> bool(abs(reg.predict([[0.5]])[0] - np.sin(0.5)) < 0.05)
+    True
+    """
+
+    _classification = False
+    _default_likelihood = "gaussian"
+
+    def fit(self, X, y):
+        """Fit on (X, y) (nothing changes unless it succeeds).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        saved = self._saved()
+        try:
+            X, y = validate_data(self, X, y, y_numeric=True)
+            self._fit(X, np.asarray(y, dtype=np.float64))
+        except BaseException:
+            self._restore(saved)
+            raise
+        return self
+
+    def partial_fit(self, X, y):
+        """Present more examples once each (online), hyperparameters kept.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        first = not hasattr(self, "_state")
+        saved = self._saved()
+        try:
+            X, y = validate_data(self, X, y, reset=first, y_numeric=True)
+            self._partial_fit(X, np.asarray(y, dtype=np.float64))
+        except BaseException:
+            self._restore(saved)
+            raise
+        return self
+
+    def predict(self, X, return_std=False):
+        """Predictive mean (and standard deviation) of the target at X.
+
+        The latent mean plus the noise mean (``1 / lambda`` for the one-sided
+        exponential noise, 0 otherwise); the standard deviation combines the
+        latent variance and the noise variance.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        std : ndarray of shape (n_samples,), if return_std
+        """
+        mean, var = self.latent_mean_and_variance(X)
+        noise_mean, noise_var = _noise_moments(self.likelihood_)
+        if return_std:
+            return mean + noise_mean, np.sqrt(var + noise_var)
+        return mean + noise_mean

@@ -1,0 +1,221 @@
+"""The sparse online GP: agreement with full ADF and EP when nothing is pruned, the
+KL-optimal removal and the projected update against independent computations,
+bounded memory, the estimators."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.linalg import solve
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import gpc
+from gpc.likelihoods import Gaussian, get_likelihood
+from gpc.sparse import SparseState, ep_sweeps, online_pass
+from _sites import data
+
+
+def _problem(n=40, seed=0, ls=0.5):
+    X, y = data(n, seed)
+    return X, y, C(2.0) * RBF(ls)
+
+
+def _online(kernel, lik, X, y, max_basis, tol=0.0, chunk=7, sites=None):
+    state = SparseState(max_basis, X.shape[1])
+    online_pass(kernel, lik, X, y, state, novelty_tol=tol, chunk_size=chunk,
+                sites=sites)
+    return state
+
+
+def _latent(kernel, state, Xs):
+    alpha, Cm, _ = state.matrices()
+    Kbx = kernel(state.X, Xs)
+    return Kbx.T @ alpha, kernel.diag(Xs) + np.einsum("ij,ij->j", Kbx, Cm @ Kbx)
+
+
+@pytest.mark.parametrize("name", ["probit", "logit", "step"])
+@pytest.mark.parametrize("chunk", [1, 7, 100])
+def test_without_pruning_the_online_pass_is_adf(name, chunk):
+    X, y, kernel = _problem()
+    lik = get_likelihood(name)
+    state = _online(kernel, lik, X, y, max_basis=40, chunk=chunk)
+    full = gpc.infer(kernel(X), y, method="adf", likelihood=lik)
+    alpha, Cm, Q = state.matrices()
+    np.testing.assert_array_equal(state.X, X)            # every input joined, in order
+    np.testing.assert_allclose(alpha, full.posterior.alpha, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(Cm, full.posterior.C, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(Q, np.linalg.inv(kernel(X)), rtol=1e-6, atol=1e-8)
+    assert state.log_evidence == pytest.approx(full.log_evidence, rel=1e-12)
+
+
+def test_gaussian_likelihood_without_pruning_is_exact_regression():
+    X, _, kernel = _problem(30, 1)
+    y = np.sin(2 * X[:, 0])
+    state = _online(kernel, Gaussian(0.1), X, y, max_basis=30)
+    A = kernel(X) + 0.1 * np.eye(30)
+    exact = (-0.5 * y @ solve(A, y) - 0.5 * np.linalg.slogdet(A)[1]
+             - 15 * np.log(2 * np.pi))
+    assert state.log_evidence == pytest.approx(exact, rel=1e-10)
+    Xs = np.array([[0.3, 0.1], [-1.0, 2.0]])
+    mean, var = _latent(kernel, state, Xs)
+    Ks = kernel(X, Xs)
+    np.testing.assert_allclose(mean, Ks.T @ solve(A, y), rtol=1e-9)
+    np.testing.assert_allclose(var, kernel.diag(Xs) - np.einsum(
+        "ij,ij->j", Ks, solve(A, Ks)), rtol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["probit", "logit"])
+def test_ep_sweeps_without_pruning_are_full_ep(name):
+    X, y, kernel = _problem(40, 2)
+    lik = get_likelihood(name)
+    tau, nu = np.zeros(40), np.zeros(40)
+    state = _online(kernel, lik, X, y, max_basis=40, sites=(tau, nu))
+    info = ep_sweeps(kernel, lik, X, y, state, tau, nu, 100, tol=1e-10, chunk_size=9)
+    assert info["converged"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        full = gpc.infer(kernel(X), y, method="ep", likelihood=lik, tol=1e-13)
+    Xs = np.vstack([X[:4], [[0.2, -0.4]]])
+    m1, v1 = _latent(kernel, state, Xs)
+    m2, v2 = full.posterior.latent_mean_and_variance(kernel(X, Xs), kernel.diag(Xs))
+    np.testing.assert_allclose(m1, m2, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(v1, v2, rtol=1e-8, atol=1e-10)
+    assert info["log_evidence"] == pytest.approx(full.log_evidence, rel=1e-8)
+
+
+def _kl_projection(alpha, Cm, K, i):
+    """The GP (alpha, C) on points K's rows projected onto all points but i: the
+    kernel function of point i replaced by its projection e = K_r^{-1} k_ri."""
+    r = np.delete(np.arange(len(alpha)), i)
+    e = solve(K[np.ix_(r, r)], K[r, i])
+    P = np.eye(len(alpha))[r] + np.outer(e, np.eye(len(alpha))[i])   # (n-1) x n
+    return P @ alpha, P @ Cm @ P.T, r
+
+
+def test_removal_is_the_kl_projection_of_the_lowest_score():
+    X, y, kernel = _problem(25, 3)
+    lik = get_likelihood("probit")
+    full = _online(kernel, lik, X, y, max_basis=25)
+    alpha, Cm, Q = full.matrices()
+    score = alpha ** 2 / (np.diag(Q) + np.diag(Cm))
+    worst = int(np.argmin(score))
+    a_hat, C_hat, keep = _kl_projection(alpha, Cm, kernel(X), worst)
+    pruned = _online(kernel, lik, X, y, max_basis=24)
+    assert pruned.d == 24
+    # The same GP, whatever the slot order.
+    Xs = np.vstack([X, [[0.5, 0.5]]])
+    Kr = kernel(X[keep], Xs)
+    mean, var = _latent(kernel, pruned, Xs)
+    np.testing.assert_allclose(mean, Kr.T @ a_hat, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(var, kernel.diag(Xs) + np.einsum(
+        "ij,ij->j", Kr, C_hat @ Kr), rtol=1e-9, atol=1e-11)
+    assert sorted(map(tuple, pruned.X)) == sorted(map(tuple, X[keep]))
+
+
+def test_projected_update_of_a_repeated_input_is_exact():
+    # An input already in the BV set has no novelty: its update is projected onto
+    # the BV set, which for the same input is exact: the posterior is full ADF's.
+    X, y, kernel = _problem(12, 4)
+    Xr = np.vstack([X, X[3:5]])
+    yr = np.concatenate([y, -y[3:5]])
+    lik = get_likelihood("probit")
+    state = _online(kernel, lik, Xr, yr, max_basis=20, tol=1e-10)
+    assert state.d == 12
+    full = gpc.infer(kernel(Xr), yr, method="adf", likelihood=lik)
+    Xs = np.array([[0.1, 0.0], [1.0, -1.0]])
+    mean, var = _latent(kernel, state, Xs)
+    m2, v2 = full.posterior.latent_mean_and_variance(kernel(Xr, Xs), kernel.diag(Xs))
+    np.testing.assert_allclose(mean, m2, rtol=1e-9)
+    np.testing.assert_allclose(var, v2, rtol=1e-9)
+    assert state.log_evidence == pytest.approx(full.log_evidence, rel=1e-12)
+
+
+def test_memory_is_bounded_by_the_capacity():
+    rng = np.random.RandomState(5)
+    X = rng.randn(3000, 3)
+    y = np.where(X[:, 0] + X[:, 1] ** 2 > 1, 1.0, -1.0)
+    state = SparseState(30, 3)
+    info = online_pass(RBF(1.0), get_likelihood("logit"), X, y, state)
+    assert state.d == 30 and state.alpha.shape == (31,) and state.C.shape == (31, 31)
+    assert info["n_joined"] - info["n_removed"] == 30
+    assert info["n_projected"] + info["n_joined"] == 3000
+
+
+def test_classifier_fit_partial_fit_and_ovr():
+    X, y = data(300, 6)
+    clf = gpc.SparseGPClassifier(RBF(1.0), max_basis=40, optimizer=None)
+    clf.fit(X, y)
+    assert clf.n_basis_ <= 40 and clf.score(X, y) > 0.85
+    stream = gpc.SparseGPClassifier(RBF(1.0), max_basis=40, optimizer=None,
+                                    chunk_size=50)
+    with pytest.raises(ValueError, match="classes must be passed"):
+        stream.partial_fit(X[:50], y[:50])
+    for start in range(0, 300, 50):
+        stream.partial_fit(X[start:start + 50], y[start:start + 50], classes=[-1, 1])
+    np.testing.assert_allclose(stream.predict_proba(X),
+                               gpc.SparseGPClassifier(RBF(1.0), max_basis=40,
+                                                      optimizer=None, chunk_size=50)
+                               .fit(X, y).predict_proba(X), rtol=1e-8)
+    # More than two classes: one sparse GP per class.
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    multi = gpc.SparseGPClassifier(RBF(1.0), max_basis=30, optimizer=None).fit(X, y3)
+    p = multi.predict_proba(X)
+    assert p.shape == (300, 3) and np.allclose(p.sum(1), 1)
+    assert multi.score(X, y3) > 0.8
+
+
+def test_ep_sweeps_and_em_raise_the_evidence():
+    X, y = data(400, 7)
+    kernel = C(1.0) * RBF(1.0)
+    online = gpc.SparseGPClassifier(kernel, max_basis=50, optimizer=None).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        swept = gpc.SparseGPClassifier(kernel, max_basis=50, optimizer=None,
+                                       n_sweeps=20, tol=1e-8).fit(X, y)
+        em = gpc.SparseGPClassifier(kernel, max_basis=50, n_sweeps=5,
+                                    n_em=4).fit(X, y)
+    assert swept.inference_info_["ep_converged"]
+    assert swept.log_marginal_likelihood_value_ > online.log_marginal_likelihood_value_
+    h = em.em_history_
+    assert len(h) == 5 and h[-1] > h[0]
+
+
+def test_regressor_learns_gaussian_noise():
+    rng = np.random.RandomState(8)
+    X = rng.uniform(-3, 3, (600, 1))
+    y = np.sin(2 * X[:, 0]) + 0.2 * rng.randn(600)
+    reg = gpc.SparseGPRegressor(RBF(0.5, "fixed"), max_basis=40, n_em=8).fit(X, y)
+    assert reg.likelihood_.noise_variance == pytest.approx(0.04, rel=0.25)
+    mean, std = reg.predict(X[:5], return_std=True)
+    assert np.all(np.abs(mean - np.sin(2 * X[:5, 0])) < 0.2)
+    assert np.all((std > 0.19) & (std < 0.3))
+
+
+def test_bad_parameters_and_input_are_refused():
+    X, y = data(20, 9)
+    for bad in [dict(max_basis=0), dict(n_sweeps=0), dict(novelty_tol=-1),
+                dict(damping=0), dict(tol=0), dict(optimizer="bfgs"), dict(n_em=-1),
+                dict(likelihood="gaussian")]:
+        with pytest.raises(ValueError):
+            gpc.SparseGPClassifier(**bad).fit(X, y)
+    with pytest.raises(ValueError, match="regression likelihood"):
+        gpc.SparseGPRegressor(likelihood="probit").fit(X, y)
+    clf = gpc.SparseGPClassifier(optimizer=None).fit(X, y)
+    before = clf.alpha_.copy()
+    with pytest.raises(ValueError):
+        clf.fit(X, np.full(20, np.nan))
+    np.testing.assert_array_equal(clf.alpha_, before)       # a failed fit keeps state
+
+
+@pytest.mark.parametrize("Estimator", [gpc.SparseGPClassifier, gpc.SparseGPRegressor])
+def test_check_estimator(Estimator):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(Estimator(), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
+              if r["status"] == "failed"]
+    assert failed == []
