@@ -9,8 +9,9 @@ examples, and no n x n matrix is ever formed; kernel values are computed in chun
 * **Online pass** (one sweep, also :meth:`partial_fit`): each example updates
   ``(alpha, C)`` by assumed density filtering; it joins the BV set when its novelty
   ``gamma = k(x, x) - k' K_BV^{-1} k`` (the variance of f(x) left unexplained by the
-  BV set) exceeds ``novelty_tol * k(x, x)``, otherwise the update is projected onto
-  the BV set; over capacity the BV with the smallest score
+  BV set) exceeds ``novelty_tol * k(x, x)`` and the bound ``tr(K_BV)
+  tr(K_BV^{-1})`` on the condition number of ``K_BV`` stays below 1e12, otherwise
+  the update is projected onto the BV set; over capacity the BV with the smallest score
   ``alpha_i^2 / (Q_ii + C_ii)`` (``Q = K_BV^{-1}``) is removed by the KL-optimal
   projection.  The novelty comes from a Cholesky factor of ``K_BV`` kept up to
   date (never a recursively updated inverse, which loses accuracy as the BV set
@@ -152,7 +153,7 @@ def _one_blas_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-6, chunk_size=512,
+def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-4, chunk_size=512,
                 sites=None, verbose=0):
     """Present examples once each, in order, to the sparse online GP ``state``.
 
@@ -178,7 +179,9 @@ def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-6, chunk_size=51
     -------
     dict
         ``log_evidence`` (sum of the log predictive probabilities of these
-        examples), ``n_projected``, ``n_joined``, ``n_removed``.
+        examples), ``n_projected``, ``n_joined``, ``n_removed``, ``n_skipped``
+        (examples with a numerically zero predictive probability: not used, left
+        out of the evidence, a RuntimeWarning says so).
     """
     with _one_blas_thread():
         return _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size,
@@ -191,7 +194,7 @@ def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites
     par, qx, qw = _moment_arrays(likelihood)
     cap = state.max_basis + 1
     src = np.zeros(cap, dtype=np.intc)
-    total, counts = 0.0, np.zeros(3, dtype=np.int64)
+    total, counts = 0.0, np.zeros(4, dtype=np.int64)
     t0, next_report = time.perf_counter(), 0.1
     for start in range(0, n, chunk_size):
         Xc = X[start:start + chunk_size]
@@ -206,7 +209,7 @@ def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites
         tau, nu = ((sites[0][start:start + B], sites[1][start:start + B])
                    if sites is not None else (np.empty(B), np.empty(B)))
         joined = np.zeros(B, dtype=np.intc)
-        status, done, d, n_proj, n_join, n_rem = _sparse.online_chunk(
+        status, done, d, n_proj, n_join, n_rem, n_skip = _sparse.online_chunk(
             Kbx, Kxx, kdiag, yc, likelihood.code, par, qx, qw, state.alpha, state.C,
             state.L, state.diag_q, src, d0, state.max_basis, float(novelty_tol), logz,
             tau, nu, joined)
@@ -217,16 +220,22 @@ def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites
         rows = src[:d]
         state.X = np.concatenate([state.X, Xc])[rows] if d else state.X[:0]
         state.n_seen += B
-        total += float(np.sum(logz))
-        counts += (n_proj, n_join, n_rem)
+        total += float(np.sum(logz[np.isfinite(logz)]))
+        counts += (n_proj, n_join, n_rem, n_skip)
         _refresh_factor(kernel, state)
         if verbose and (start + B) / n >= next_report:
             print(f"[gpc sparse] {start + B}/{n} examples, {state.d} basis vectors, "
                   f"{time.perf_counter() - t0:.1f} s", flush=True)
             next_report += 0.1
     state.log_evidence += total
+    if counts[3]:
+        warnings.warn(f"sparse GP: {counts[3]} example(s) had a numerically zero "
+                      "predictive probability (non-finite moments) and were skipped; "
+                      "they are left out of the log evidence.", RuntimeWarning,
+                      stacklevel=3)
     return {"log_evidence": total, "n_projected": int(counts[0]),
-            "n_joined": int(counts[1]), "n_removed": int(counts[2])}
+            "n_joined": int(counts[1]), "n_removed": int(counts[2]),
+            "n_skipped": int(counts[3])}
 
 
 def _chunks(kernel, bv_X, X, chunk_size):
@@ -271,7 +280,9 @@ def _from_sites(kernel, likelihood, X, y, state, tau, nu, chunk_size, update=Tru
         c_mean[sl], c_var[sl] = mc, vc + gamma
         log_t = (-0.5 * np.log1p(ta * vc)
                  + (na * na * vc + 2.0 * na * mc - ta * mc * mc) / (2.0 * (1.0 + ta * vc)))
-        pieces += float(np.sum(np.where(ok, lz - log_t, 0.0)))
+        # Examples with a numerically zero tilted mass are left out (as in the
+        # sweeps, which skip them).
+        pieces += float(np.sum(np.where(ok & np.isfinite(lz), lz - log_t, 0.0)))
     A = K_bv + M
     try:
         LA = cholesky(A, lower=True, check_finite=False)
@@ -395,7 +406,7 @@ class _SparseGP(BaseEstimator):
     _classification = None
 
     def __init__(self, kernel=None, *, likelihood=None, max_basis=100,
-                 novelty_tol=1e-6, n_sweeps=1, damping=1.0, tol=1e-6,
+                 novelty_tol=1e-4, n_sweeps=1, damping=1.0, tol=1e-6,
                  optimizer="fmin_l_bfgs_b", n_em=10, chunk_size=512, verbose=0):
         self.kernel = kernel
         self.likelihood = likelihood
@@ -593,7 +604,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         fails for it, the moment matching here does not).
     max_basis : int, default=100
         Capacity of the basis-vector set.
-    novelty_tol : float, default=1e-6
+    novelty_tol : float, default=1e-4
         An example joins the BV set when the variance of f(x) left unexplained by the
         BV set exceeds ``novelty_tol * k(x, x)``; otherwise its update is projected.
     n_sweeps : int, default=1

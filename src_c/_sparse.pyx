@@ -13,7 +13,8 @@
 #   * otherwise x joins: s = (C k, 1), alpha = (alpha, 0) + q s,
 #     C = (C 0; 0 0) + r s s' (and Q = (Q 0; 0 0) + (e, -1)(e, -1)' / gamma);
 #     then, over capacity, the BV with the smallest score alpha_i^2 / (Q_ii + C_ii) is
-#     removed by the KL-optimal projection (with a* = alpha_i, c* = C_ii, q* = Q_ii and
+#     removed (or, when K_BV became too ill-conditioned, see MAX_COND, the one with
+#     the largest Q_ii) by the KL-optimal projection (with a* = alpha_i, c* = C_ii, q* = Q_ii and
 #     C*, Q* the i-th columns without row i):
 #       alpha <- alpha - a* Q*/q*,  C <- C + c* Q*Q*'/q*^2 - (Q*C*' + C*Q*')/q*,
 #       Q <- Q - Q*Q*'/q*.
@@ -54,6 +55,13 @@ cdef enum:
 
 STATUS_OK = ST_OK
 STATUS_NONFINITE = ST_NONFINITE
+
+# When a new BV makes tr(K_BV) tr(K_BV^{-1}), an upper bound on the condition number
+# of K_BV, exceed this (beyond, the solves with K_BV lose the accuracy the updates
+# need), the most redundant BV (largest [K_BV^{-1}]_ii) is removed by the same
+# KL-optimal projection as over capacity.
+cdef double MAX_COND = 1e12
+MAX_CONDITION = MAX_COND
 
 
 cdef struct Model:
@@ -165,12 +173,17 @@ cdef int _online(const double* Kbx, int d0, const double* Kxx, const double* kdi
     """Process the B examples of a chunk in turn (see the header)."""
     cdef int j, i, t, d = d_io[0], worst
     cdef double kstar, m, s2, gamma, vu, lz, q, r, dp, den, score, best
+    cdef double tr_k = 0.0, tr_q = 0.0, e2
     cdef double* k = work
     cdef double* Ck = work + ld
     cdef double* e = work + 2 * ld
     cdef double* qs = work + 3 * ld
     cdef double* cs = work + 4 * ld
     cdef double* lk = work + 5 * ld
+    for i in range(d):
+        tr_q += dq[i]
+        for t in range(i + 1):
+            tr_k += L[i + <size_t> t * ld] * L[i + <size_t> t * ld]
     for j in range(B):
         kstar = kdiag[j]
         for i in range(d):
@@ -193,11 +206,17 @@ cdef int _online(const double* Kbx, int d0, const double* Kxx, const double* kdi
             n_done[0] = j
             return ST_NONFINITE
         lik_gauss_moments(md.lik, y[j], m, s2, md.par, &md.quad, &lz, &q, &r, &dp)
-        if not (isfinite(lz) and isfinite(q) and isfinite(r)):
-            d_io[0] = d
-            n_done[0] = j
-            return ST_NONFINITE
         logz[j] = lz
+        if not (isfinite(lz) and isfinite(q) and isfinite(r)):
+            # The example has (numerically) zero predictive probability, e.g. a
+            # hard-constraint likelihood far outside its support under a narrow
+            # predictive: it is skipped (no update, no site), and counted.
+            joined[j] = 0
+            tau[j] = 0.0
+            nu[j] = 0.0
+            counts[3] += 1
+            continue
+        e2 = _dot(e, e, d)
         if gamma <= tol * kstar or d == 0 and kstar <= 0.0:
             # Projected update: x stays out of the BV set.
             vu = s2 - gamma if gamma > 0.0 else s2
@@ -217,6 +236,8 @@ cdef int _online(const double* Kbx, int d0, const double* Kxx, const double* kdi
                 dq[i] += e[i] * e[i] / gamma
             L[d + <size_t> d * ld] = sqrt(gamma)
             dq[d] = 1.0 / gamma
+            tr_k += kstar
+            tr_q += (e2 + 1.0) / gamma
             Ck[d] = 1.0                              # s = (C k, 1)
             alpha[d] = 0.0
             for i in range(d + 1):
@@ -226,19 +247,36 @@ cdef int _online(const double* Kbx, int d0, const double* Kxx, const double* kdi
             d += 1
             joined[j] = 1
             counts[1] += 1
+            worst = -1
             if d > max_basis:
-                worst = 0
+                # Over capacity: the BV of smallest score goes.
                 best = INFINITY
+                worst = 0
                 for i in range(d):
                     den = dq[i] + C[i + <size_t> i * ld]
                     score = alpha[i] * alpha[i] / den if den > 0.0 else INFINITY
                     if score < best:
                         best = score
                         worst = i
+            elif tr_k * tr_q > MAX_COND:
+                # K_BV too ill-conditioned: the most redundant BV goes (largest
+                # [K_BV^{-1}]_ii = 1 / its novelty given the others).
+                best = -1.0
+                worst = 0
+                for i in range(d):
+                    if dq[i] > best:
+                        best = dq[i]
+                        worst = i
+            if worst >= 0:
                 if worst == d - 1:
                     joined[j] = 0                    # the newcomer itself goes
+                for t in range(worst + 1):
+                    tr_k -= L[worst + <size_t> t * ld] * L[worst + <size_t> t * ld]
                 _remove(alpha, C, L, dq, src, d, ld, worst, qs, cs)
                 d -= 1
+                tr_q = 0.0
+                for i in range(d):
+                    tr_q += dq[i]
                 counts[2] += 1
         den = 1.0 + r * vu
         if den > 0.0 and vu > 0.0:
@@ -285,11 +323,15 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
     ``tau``/``nu`` (its site on the projected latent), ``joined`` (1 if it is in the
     BV set at the end of its step).  ``src`` (cap) receives, per final slot, its
     kernel row: < d (the entry d) an old BV's row of Kbx, else d + chunk index.
+    An example whose predictive moments are not finite (zero predictive
+    probability) is skipped: no update, site 0, its log Z (-inf or NaN) in ``logz``.
 
-    Returns ``(status, n_done, d, n_projected, n_joined, n_removed)``.
+    Returns ``(status, n_done, d, n_projected, n_joined, n_removed, n_skipped)``;
+    status NONFINITE when the state itself broke down (non-finite predictive mean
+    or variance; example ``n_done`` not processed).
     """
     cdef int d0 = d, B = kdiag.shape[0], ld = C.shape[0], st, n_done = 0
-    cdef long counts[3]
+    cdef long counts[4]
     cdef Model md
     cdef double* work
     if Kbx.shape[0] != d0 or Kbx.shape[1] != B and d0 > 0:
@@ -307,9 +349,9 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
         raise ValueError("d must be in [0, max_basis]")
     for i in range(d):
         src[i] = i
-    counts[0] = counts[1] = counts[2] = 0
+    counts[0] = counts[1] = counts[2] = counts[3] = 0
     if B == 0:
-        return ST_OK, 0, d, 0, 0, 0
+        return ST_OK, 0, d, 0, 0, 0, 0
     _model(&md, lik, par, quad_x, quad_logw)
     work = <double*> malloc(6 * <size_t> ld * sizeof(double))
     if work == NULL:
@@ -320,7 +362,7 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
                      max_basis, tol, &logz[0], &tau[0], &nu[0], &joined[0], &n_done,
                      counts, work)
     free(work)
-    return st, n_done, d, counts[0], counts[1], counts[2]
+    return st, n_done, d, counts[0], counts[1], counts[2], counts[3]
 
 
 cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
@@ -359,7 +401,8 @@ cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
         lik_gauss_moments(md.lik, y[j], mc, vc + gamma, md.par, &md.quad, &lz, &g, &h,
                           &dp)
         if not (isfinite(lz) and isfinite(g) and isfinite(h)):
-            return ST_NONFINITE
+            counts[1] += 1                            # zero tilted mass: skipped
+            continue
         v1 = vc + vc * vc * h                         # the new marginal of u
         m1 = mc + vc * g
         if not v1 > 0.0:
