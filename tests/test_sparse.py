@@ -219,3 +219,72 @@ def test_check_estimator(Estimator):
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
               if r["status"] == "failed"]
     assert failed == []
+
+
+def _one_sided_toy(seed, n=200, rate=2.0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-4, 4, (n, 1))
+    f = np.sin(X[:, 0]) + X[:, 0] / 3
+    return X, f + rng.exponential(1.0 / rate, n), f
+
+
+def test_em_recovers_the_one_sided_noise_rate_and_laplace_shows_its_bias():
+    # Csató & Opper's Fig. 2: y = f + Exp(lambda = 2) noise.  With the one-sided
+    # likelihood EM finds lambda and the latent mean follows f; the symmetric
+    # Laplace likelihood puts it near the noise's median above f.
+    X, y, f = _one_sided_toy(0)
+    kernel = C(1.0, "fixed") * RBF(1.0, "fixed")
+    one = gpc.SparseGPRegressor(kernel, likelihood="one_sided_exponential",
+                                max_basis=50, n_em=30).fit(X, y)
+    lap = gpc.SparseGPRegressor(kernel, likelihood="laplace", max_basis=50,
+                                n_em=30).fit(X, y)
+    assert one.likelihood_.rate == pytest.approx(2.0, rel=0.1)
+    m_one, _ = one.latent_mean_and_variance(X)
+    m_lap, _ = lap.latent_mean_and_variance(X)
+    assert abs(np.mean(m_one - f)) < 0.05
+    assert np.mean(m_lap - f) == pytest.approx(np.log(2) / 2, abs=0.08)
+    # The predictive mean of y adds the noise mean 1 / lambda.
+    np.testing.assert_allclose(one.predict(X[:3]), m_one[:3] + 1 / one.likelihood_.rate)
+
+
+def test_sorted_one_dimensional_data_match_full_adf():
+    # Sorted inputs admit close basis vectors first; K_BV must stay well
+    # conditioned for the later, distant ones (which must join).
+    X, y, _ = _one_sided_toy(1)
+    order = np.argsort(X[:, 0])
+    X, y = X[order], y[order]
+    kernel = C(1.0, "fixed") * RBF(1.0, "fixed")
+    lik = get_likelihood("one_sided_exponential").with_params([2.0])
+    state = _online(kernel, lik, X, y, max_basis=50, tol=0.0, chunk=512)
+    full = gpc.infer(kernel(X), y, method="adf", likelihood=lik)
+    grid = np.linspace(-4, 4, 41)[:, None]
+    mean, _ = _latent(kernel, state, grid)
+    np.testing.assert_allclose(mean, kernel(grid, X) @ full.posterior.alpha, atol=0.02)
+    assert np.linalg.cond(kernel(state.X)) < 1e12
+
+
+def test_regressor_partial_fit_equals_fit_and_pickles():
+    import pickle
+
+    rng = np.random.RandomState(10)
+    X = rng.uniform(-3, 3, (300, 2))
+    y = np.sin(X[:, 0]) * X[:, 1] + 0.1 * rng.randn(300)
+    make = lambda: gpc.SparseGPRegressor(RBF(1.0), likelihood=Gaussian(0.01),
+                                         max_basis=40, optimizer=None, chunk_size=100)
+    full = make().fit(X, y)
+    stream = make()
+    for start in range(0, 300, 100):
+        stream.partial_fit(X[start:start + 100], y[start:start + 100])
+    np.testing.assert_allclose(stream.predict(X), full.predict(X), rtol=1e-9, atol=1e-12)
+    again = pickle.loads(pickle.dumps(stream))
+    np.testing.assert_array_equal(again.predict(X), stream.predict(X))
+    again.partial_fit(X[:10], y[:10])                      # the copy keeps learning
+    assert again._state.n_seen == 310 and stream._state.n_seen == 300
+
+
+def test_verbose_reports_progress(capsys):
+    X, y = data(600, 11)
+    gpc.SparseGPClassifier(RBF(1.0), max_basis=20, optimizer=None, n_sweeps=2,
+                           chunk_size=100, verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    assert "600/600 examples" in out and "EP sweep 1" in out
