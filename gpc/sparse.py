@@ -246,29 +246,42 @@ def _chunks(kernel, bv_X, X, chunk_size):
                np.ascontiguousarray(kernel.diag(Xc), dtype=np.float64))
 
 
-def _from_sites(kernel, likelihood, X, y, state, tau, nu, chunk_size, update=True):
-    """Evaluate the EP log evidence and the cavities at the current posterior (its
-    marginals and the sites give them), then (``update``) recompute ``(alpha, C)``
-    from the sites: ``alpha = (K_BV + M)^{-1} eta``, ``C = (K_BV + M)^{-1} - Q``.
-
-    Returns ``(log_evidence, cavity_mean, cavity_var, eta, M)``, the cavity of f
-    including the residual variance gamma; the posterior is left as it was when
-    K_BV + M does not factorise (log evidence NaN then)."""
+def _site_posterior(kernel, X, state, tau, nu, chunk_size):
+    """The posterior of f(BV) that the prior and the sites define, N(mu, S) with
+    ``S = K (K + M)^{-1} K``, ``mu = K a``, ``a = (K + M)^{-1} eta`` (``K = K_BV``,
+    ``M = K_BX T K_XB``, ``eta = K_BX nu``): ``(K, LK, LA, a)`` with the Cholesky
+    factors of K and K + M, or None when K + M does not factorise."""
     d = state.d
-    alpha, C, Q = state.matrices()
-    K_bv = np.asarray(kernel(state.X), dtype=np.float64)
+    K = np.asarray(kernel(state.X), dtype=np.float64)
     M, eta = np.zeros((d, d)), np.zeros(d)
+    for start, Kbx, _ in _chunks(kernel, state.X, X, chunk_size):
+        sl = slice(start, start + Kbx.shape[1])
+        M += (Kbx * tau[sl]) @ Kbx.T
+        eta += Kbx @ nu[sl]
+    try:
+        LA = cholesky(K + M, lower=True, check_finite=False)
+        LK = cholesky(K, lower=True, check_finite=False)
+    except (LinAlgError, ValueError):
+        return None
+    return K, LK, LA, cho_solve((LA, True), eta, check_finite=False), eta
+
+
+def _site_evidence(kernel, likelihood, X, y, state, tau, nu, chunk_size, post):
+    """EP log evidence and the cavities of f (residual variance included) at the
+    site posterior ``post`` (:func:`_site_posterior`).  The marginal variance of
+    ``u = p'f(BV)`` is ``|LA^{-1} k|^2`` (since ``p'S p = k'(K + M)^{-1} k``): no
+    inverse of K_BV, no cancellation."""
+    K, LK, LA, a, eta = post
     pieces = 0.0
     c_mean, c_var = np.empty(X.shape[0]), np.empty(X.shape[0])
     for start, Kbx, kdiag in _chunks(kernel, state.X, X, chunk_size):
         sl = slice(start, start + Kbx.shape[1])
         ta, na = tau[sl], nu[sl]
-        M += (Kbx * ta) @ Kbx.T
-        eta += Kbx @ na
-        QK = Q @ Kbx
-        m = Kbx.T @ alpha
-        vu = np.maximum(np.einsum("ij,ij->j", Kbx, C @ Kbx + QK), 0.0)
-        gamma = np.maximum(kdiag - np.einsum("ij,ij->j", Kbx, QK), 0.0)
+        m = Kbx.T @ a
+        W = solve_triangular(LA, Kbx, lower=True, check_finite=False)
+        vu = np.einsum("ij,ij->j", W, W)
+        V = solve_triangular(LK, Kbx, lower=True, check_finite=False)
+        gamma = np.maximum(kdiag - np.einsum("ij,ij->j", V, V), 0.0)
         # Cavity of u (site removed), written without dividing by vu (which
         # vanishes for an x unrelated to the BV set): vc = vu / (1 - tau vu).
         den = 1.0 - ta * vu
@@ -283,31 +296,24 @@ def _from_sites(kernel, likelihood, X, y, state, tau, nu, chunk_size, update=Tru
         # Examples with a numerically zero tilted mass are left out (as in the
         # sweeps, which skip them).
         pieces += float(np.sum(np.where(ok & np.isfinite(lz), lz - log_t, 0.0)))
-    A = K_bv + M
-    try:
-        LA = cholesky(A, lower=True, check_finite=False)
-        LK = cholesky(K_bv, lower=True, check_finite=False)
-    except (LinAlgError, ValueError):
-        return np.nan, c_mean, c_var, eta, M
-    a = cho_solve((LA, True), eta, check_finite=False)
-    if update:
-        state.alpha[:d] = a
-        _store_full(state.C, cho_solve((LA, True), np.eye(d), check_finite=False) - Q)
     log_zq = 0.5 * eta @ a - np.sum(np.log(np.diag(LA))) + np.sum(np.log(np.diag(LK)))
-    return log_zq + pieces, c_mean, c_var, eta, M
+    return log_zq + pieces, c_mean, c_var
 
 
 def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
               tol=1e-6, chunk_size=512, verbose=0):
     """EP sweeps with the BV set of ``state`` fixed (see the module notes).
 
-    ``tau``, ``nu``: the sites of the online pass (updated in place).  With
-    ``n_sweeps = 0`` the posterior is left as it is and only evaluated.  Returns a
-    dict with ``log_evidence`` (EP, at the end), ``n_sweeps`` (made), ``converged``
-    (largest relative site change of the last sweep below ``tol``), ``n_skipped``
-    (updates skipped for an improper cavity or update), the cavities of f
-    (``cavity_mean``, ``cavity_var``) and the site factors in BV coordinates
-    (``eta``, ``M``: ``K_BX nu`` and ``K_BX T K_XB``)."""
+    ``tau``, ``nu``: the sites of the online pass (updated in place).  The sweeps
+    work on the posterior N(mu, S) of f(BV), recomputed from the sites before the
+    first and after every sweep; at the end ``(alpha, C)`` of ``state`` are set
+    from it.  With ``n_sweeps = 0`` the state is left as it is and the sites'
+    posterior only evaluated.  Returns a dict with ``log_evidence`` (EP, at the
+    end; NaN when the sites' posterior is improper), ``n_sweeps`` (made),
+    ``converged`` (every site updated in the last sweep, the largest relative
+    change below ``tol``), ``n_skipped`` (updates skipped for an improper cavity
+    or update, or a zero tilted mass) and the cavities of f (``cavity_mean``,
+    ``cavity_var``)."""
     with _one_blas_thread():
         return _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping,
                           tol, chunk_size, verbose)
@@ -317,18 +323,34 @@ def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
                chunk_size, verbose):
     par, qx, qw = _moment_arrays(likelihood)
     _refresh_factor(kernel, state)
-    log_ev, c_mean, c_var, eta, M = _from_sites(kernel, likelihood, X, y, state, tau,
-                                                nu, chunk_size, update=n_sweeps > 0)
+    d, cap = state.d, state.max_basis + 1
+    n = X.shape[0]
+    post = _site_posterior(kernel, X, state, tau, nu, chunk_size)
+    if post is None:
+        return {"log_evidence": np.nan, "n_sweeps": 0, "converged": False,
+                "n_skipped": 0, "max_change": np.nan, "cavity_mean": np.full(n, np.nan),
+                "cavity_var": np.full(n, np.nan)}
+    log_ev, c_mean, c_var = _site_evidence(kernel, likelihood, X, y, state, tau, nu,
+                                           chunk_size, post)
+    mu, S = np.zeros(cap), np.zeros((cap, cap), order="F")
+
+    def load(post):
+        K, _, LA, a, _ = post
+        W = solve_triangular(LA, K, lower=True, check_finite=False)
+        mu[:d] = K @ a
+        S[:d, :d] = W.T @ W
+
     skipped, converged, made, change = 0, n_sweeps == 0, 0, 0.0
     for sweep in range(n_sweeps):
-        change = 0.0
+        load(post)
+        change, skipped = 0.0, 0
         for start, Kbx, kdiag in _chunks(kernel, state.X, X, chunk_size):
             sl = slice(start, start + Kbx.shape[1])
             yc = np.ascontiguousarray(y[sl], dtype=np.float64)
             ta, na = tau[sl].copy(), nu[sl].copy()
             status, n_cav, n_upd, ch = _sparse.ep_chunk(
-                Kbx, kdiag, yc, likelihood.code, par, qx, qw, state.alpha, state.C,
-                state.L, state.d, ta, na, float(damping))
+                Kbx, kdiag, yc, likelihood.code, par, qx, qw, mu, S, state.L, d, ta,
+                na, float(damping))
             if status != _sparse.STATUS_OK:
                 raise FloatingPointError("sparse GP: non-finite moments in an EP "
                                          f"sweep (examples {start}..).")
@@ -336,17 +358,28 @@ def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
             skipped += n_cav + n_upd
             change = max(change, ch)
         made += 1
-        log_ev, c_mean, c_var, eta, M = _from_sites(kernel, likelihood, X, y, state,
-                                                    tau, nu, chunk_size)
+        new = _site_posterior(kernel, X, state, tau, nu, chunk_size)
+        if new is None:
+            log_ev = np.nan
+            break
+        post = new
+        log_ev, c_mean, c_var = _site_evidence(kernel, likelihood, X, y, state, tau, nu,
+                                               chunk_size, post)
         if verbose:
             print(f"[gpc sparse] EP sweep {sweep + 1}: log evidence {log_ev:.6g}, "
-                  f"largest site change {change:.2e}", flush=True)
-        if change < tol:
+                  f"largest site change {change:.2e}, {skipped} updates skipped",
+                  flush=True)
+        if change < tol and skipped == 0:
             converged = True
             break
+    if made:
+        K, LK, LA, a, _ = post
+        state.alpha[:d] = a
+        Q = cho_solve((LK, True), np.eye(d), check_finite=False)
+        _store_full(state.C, cho_solve((LA, True), np.eye(d), check_finite=False) - Q)
     return {"log_evidence": log_ev, "n_sweeps": made, "converged": converged,
             "n_skipped": skipped, "max_change": change, "cavity_mean": c_mean,
-            "cavity_var": c_var, "eta": eta, "M": M}
+            "cavity_var": c_var}
 
 
 def bv_prior_em(K_bv, S):
@@ -461,18 +494,23 @@ class _SparseGP(BaseEstimator):
         info["online_log_evidence"] = info["log_evidence"]
         ep = ep_sweeps(kernel, likelihood, X, y, state, tau, nu, self.n_sweeps - 1,
                        self.damping, self.tol, self.chunk_size, self.verbose)
-        if self.n_sweeps > 1:
+        if self.n_sweeps > 1 and not np.isfinite(ep["log_evidence"]):
+            warnings.warn("sparse GP: the EP sites define an improper posterior; the "
+                          "evidence reported is the online pass's.", RuntimeWarning,
+                          stacklevel=3)
+        elif self.n_sweeps > 1:
             info["log_evidence"] = ep["log_evidence"]
             if not ep["converged"]:
                 warnings.warn(f"sparse GP: EP did not converge in {self.n_sweeps - 1} "
                               f"sweeps (largest site change {ep['max_change']:.2e}, "
-                              f"tol {self.tol:g}).", ConvergenceWarning, stacklevel=3)
+                              f"tol {self.tol:g}; {ep['n_skipped']} updates skipped in "
+                              "the last).", ConvergenceWarning, stacklevel=3)
         info.update(ep_log_evidence=ep["log_evidence"], n_ep_sweeps=ep["n_sweeps"],
                     ep_converged=ep["converged"], n_skipped=ep["n_skipped"])
         return state, info, ep
 
     def _m_step(self, kernel, likelihood, state, y, ep, learn_kernel, learn_lik):
-        if learn_lik:
+        if learn_lik and np.all(np.isfinite(ep["cavity_var"])):
             likelihood = likelihood.em_update(y, ep["cavity_mean"], ep["cavity_var"])
         if learn_kernel and state.d:
             from .optimize import maximize_evidence

@@ -366,10 +366,12 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
 
 
 cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
-             const Model* md, double* alpha, double* C, const double* L, int d, int ld,
+             const Model* md, double* mu, double* S, const double* L, int d, int ld,
              double* tau, double* nu, double damping, long* counts, double* change,
              double* work) noexcept nogil:
-    """One EP pass over a chunk with the BV set fixed (see gpc/sparse.py)."""
+    """One EP pass over a chunk with the BV set fixed (see gpc/sparse.py), on the
+    posterior N(mu, S) of f(BV): the marginal of u = p'f(BV), p = Q k, is
+    N(p'mu, p'S p) with no cancellation (the (alpha, C) form would subtract Q)."""
     cdef int j, i
     cdef double m, vu, gamma, tc, vc, mc, lz, g, h, dp, v1, m1, tn, nn, dt, dn, den
     cdef double* k
@@ -377,18 +379,16 @@ cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
     cdef double* e = work + ld
     for j in range(B):
         k = <double*> Kbx + <size_t> j * d
-        _symv(C, d, ld, k, s)
         for i in range(d):
             e[i] = k[i]
         _trsv(L, d, ld, e, False)
         gamma = kdiag[j] - _dot(e, e, d)             # k* - k'Q k, backward stable
         if gamma < 0.0:
             gamma = 0.0
-        _trsv(L, d, ld, e, True)                     # e = Q k
-        for i in range(d):
-            s[i] += e[i]                              # s = (C + Q) k
-        m = _dot(k, alpha, d)
-        vu = _dot(k, s, d)                            # variance of u = p'f(BV)
+        _trsv(L, d, ld, e, True)                     # p = Q k
+        _symv(S, d, ld, e, s)                        # S p
+        m = _dot(e, mu, d)
+        vu = _dot(e, s, d)                            # variance of u = p'f(BV)
         # The cavity (site removed), vc = vu / (1 - tau vu), mc = (m - vu nu) / (..),
         # written without dividing by vu; vu = 0 (x unrelated to the BV set) leaves
         # nothing to update.
@@ -421,8 +421,8 @@ cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
         change[0] = max(change[0], fabs(dt) / (1.0 + fabs(tn)))
         change[0] = max(change[0], fabs(dn) / (1.0 + fabs(nn)))
         for i in range(d):
-            alpha[i] += s[i] * (dn - dt * m) / den
-        _syr(C, d, ld, -dt / den, s)
+            mu[i] += s[i] * (dn - dt * m) / den
+        _syr(S, d, ld, -dt / den, s)
         tau[j] = tn
         nu[j] = nn
     return ST_OK
@@ -430,19 +430,21 @@ cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
 
 def ep_chunk(const double[::1, :] Kbx, const double[::1] kdiag, const double[::1] y,
              int lik, const double[::1] par, const double[::1] quad_x,
-             const double[::1] quad_logw, double[::1] alpha, double[::1, :] C,
+             const double[::1] quad_logw, double[::1] mu, double[::1, :] S,
              const double[::1, :] L, int d, double[::1] tau, double[::1] nu,
              double damping):
     """One EP pass over a chunk with the BV set (d slots) fixed: each example's site
     on its projected latent is removed, the example re-included by moment matching
     (with the residual variance gamma added), the site replaced (damped) and the
-    posterior updated by a rank-one step.
+    posterior N(mu, S) of f(BV) updated by a rank-one step.
 
-    ``Kbx``: K(BV, X_chunk), d x B; ``tau``/``nu``: the chunk's sites (updated).
+    ``Kbx``: K(BV, X_chunk), d x B; ``L``: the Cholesky factor of K_BV; ``S`` (lower
+    triangle) and ``mu`` hold the posterior of f(BV) (capacity as L);
+    ``tau``/``nu``: the chunk's sites (updated).
 
     Returns ``(status, n_skipped_cavity, n_skipped_update, max_change)``.
     """
-    cdef int B = kdiag.shape[0], ld = C.shape[0], st
+    cdef int B = kdiag.shape[0], ld = S.shape[0], st
     cdef long counts[2]
     cdef double change = 0.0
     cdef Model md
@@ -451,9 +453,9 @@ def ep_chunk(const double[::1, :] Kbx, const double[::1] kdiag, const double[::1
         raise ValueError("Kbx must be d x B")
     if y.shape[0] != B or tau.shape[0] != B or nu.shape[0] != B:
         raise ValueError("per-example arrays must have the chunk's length")
-    if not (C.shape[1] == ld and L.shape[0] == ld and L.shape[1] == ld
-            and alpha.shape[0] == ld and 0 <= d <= ld):
-        raise ValueError("alpha, C and L must share their capacity, d within it")
+    if not (S.shape[1] == ld and L.shape[0] == ld and L.shape[1] == ld
+            and mu.shape[0] == ld and 0 <= d <= ld):
+        raise ValueError("mu, S and L must share their capacity, d within it")
     if not 0.0 < damping <= 1.0:
         raise ValueError("damping must be in (0, 1]")
     counts[0] = counts[1] = 0
@@ -464,7 +466,7 @@ def ep_chunk(const double[::1, :] Kbx, const double[::1] kdiag, const double[::1
     if work == NULL:
         raise MemoryError()
     with nogil:
-        st = _ep(&Kbx[0, 0], &kdiag[0], &y[0], B, &md, &alpha[0], &C[0, 0], &L[0, 0],
+        st = _ep(&Kbx[0, 0], &kdiag[0], &y[0], B, &md, &mu[0], &S[0, 0], &L[0, 0],
                  d, ld, &tau[0], &nu[0], damping, counts, &change, work)
     free(work)
     return st, counts[0], counts[1], change
