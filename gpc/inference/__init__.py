@@ -6,5 +6,6 @@ from . import laplace as _laplace_module  # noqa: F401  (registers "laplace")
 from . import pl as _pl_module  # noqa: F401  (registers "pl")
 from . import meanfield as _meanfield_module  # noqa: F401  (registers the mean fields)
 from . import online as _online_module  # noqa: F401  (registers "adf")
+from . import variational as _variational_module  # noqa: F401  (registers "vb")
 
 __all__ = ["InferenceResult", "available_methods", "get_method", "infer", "register"]

@@ -1,0 +1,122 @@
+"""The Jaakkola-Jordan variational bounds (Gibbs & MacKay): the bounds hold against
+quadrature, the lower bound's gradient, its fixed point, the upper bound's
+posterior, the estimator."""
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import expit, log_expit
+
+import gpc
+from gpc.inference.variational import jj_lambda, upper_bound
+from _sites import data, se
+
+
+def _log_evidence_1d(y, k):
+    sd = np.sqrt(k)
+    f = lambda u: expit(y * u) * np.exp(-0.5 * u * u / k) / np.sqrt(2 * np.pi * k)
+    return np.log(integrate.quad(f, -60 * sd, 60 * sd, epsabs=0, epsrel=1e-13,
+                                 limit=500)[0])
+
+
+def _log_evidence_2d(y, K):
+    x, w = np.polynomial.hermite_e.hermegauss(300)
+    w = w / w.sum()
+    L = np.linalg.cholesky(K)
+    U1, U2 = np.meshgrid(x, x, indexing="ij")
+    P = expit(y[0] * L[0, 0] * U1) * expit(y[1] * (L[1, 0] * U1 + L[1, 1] * U2))
+    return np.log(np.einsum("i,j,ij->", w, w, P))
+
+
+def test_jaakkola_jordan_bound_on_the_sigmoid():
+    z = np.linspace(-30, 30, 601)
+    for nu in (0.0, 0.5, 3.0, 20.0):
+        lower = log_expit(nu) + (z - nu) / 2 - jj_lambda(nu) * (z * z - nu * nu)
+        assert np.all(lower <= log_expit(z) + 1e-12)
+        assert lower[np.argmin(np.abs(z - nu))] == pytest.approx(log_expit(nu))
+
+
+@pytest.mark.parametrize("k", [0.01, 1.0, 10.0, 300.0])
+def test_bounds_hold_for_one_point(k):
+    for y in (-1.0, 1.0):
+        exact = _log_evidence_1d(y, k)
+        lower = gpc.infer([[k]], [y], method="vb", likelihood="logit").log_evidence
+        upper = upper_bound([[k]], [y])[0]
+        assert lower <= exact + 1e-10 and exact <= upper + 1e-10
+
+
+@pytest.mark.parametrize("rho", [-0.9, 0.0, 0.5, 0.95])
+@pytest.mark.parametrize("scale", [0.3, 3.0, 30.0])
+def test_bounds_hold_for_two_points(rho, scale):
+    K = scale * np.array([[1.0, rho], [rho, 1.0]])
+    for y in ([1.0, 1.0], [1.0, -1.0]):
+        y = np.array(y)
+        exact = _log_evidence_2d(y, K)
+        lower = gpc.infer(K, y, method="vb", likelihood="logit").log_evidence
+        upper = upper_bound(K, y)[0]
+        assert lower <= exact + 1e-10 <= upper + 2e-10
+
+
+@pytest.mark.parametrize("sf2", [0.5, 5.0, 50.0])
+def test_lower_bound_gradient_matches_finite_differences(sf2):
+    X, y = data(15, 3)
+    K = se(X, 1.0, sf2) + 1e-4 * sf2 * np.eye(15)
+    res = gpc.infer(K, y, method="vb", likelihood="logit", tol=1e-13)
+    E = np.random.RandomState(4).randn(15, 15)
+    E = E + E.T
+    h = 1e-5 * sf2
+    lp, lm = (gpc.infer(K + t * E, y, method="vb", likelihood="logit", tol=1e-13,
+                        init=res.state, compute_gradient=False).log_evidence
+              for t in (h, -h))
+    assert np.sum(res.dK * E) == pytest.approx((lp - lm) / (2 * h), rel=1e-5)
+
+
+def test_fixed_point_maximises_the_bound_over_nu():
+    # nu^2 = E_q[f^2] at the solution, and any other nu gives a lower bound.
+    X, y = data(12, 5)
+    K = se(X, 0.8, 4.0)
+    res = gpc.infer(K, y, method="vb", likelihood="logit", tol=1e-13)
+    nu = res.info["nu"]
+    np.testing.assert_allclose(nu ** 2, res.info["mean"] ** 2 + res.info["var"],
+                               rtol=1e-9)
+    for scale in (0.7, 1.3):
+        other = gpc.infer(K, y, method="vb", likelihood="logit", max_iter=1,
+                          init={"nu": nu * scale}, tol=1e-300)
+        assert other.log_evidence < res.log_evidence
+
+
+def test_posteriors_for_prediction():
+    X, y = data(20, 6)
+    K = se(X, 1.0, 3.0)
+    lower = gpc.infer(K, y, method="vb", likelihood="logit")
+    Xs = np.array([[0.5, 0.0], [30.0, 30.0]])          # near the data, far away
+    Ks = se(X, 1.0, 3.0, Xs)
+    m, v = lower.posterior.latent_mean_and_variance(Ks, np.full(2, 3.0))
+    # The site form equals the Gaussian q of the bound, computed directly.
+    W = 2 * jj_lambda(lower.info["nu"])
+    S = np.linalg.inv(np.linalg.inv(K) + np.diag(W))
+    mean = S @ (0.5 * y)
+    A = np.linalg.solve(K, Ks)
+    np.testing.assert_allclose(m, A.T @ mean, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(v, 3.0 - np.einsum("ij,ij->j", Ks, A)
+                               + np.einsum("ij,ik,kj->j", A, S, A), rtol=1e-7)
+    log_z, post, mu = upper_bound(K, y)
+    mu_u, var_u = post.latent_mean_and_variance(Ks, np.full(2, 3.0))
+    np.testing.assert_allclose(mu_u, Ks.T @ (mu * y))
+    np.testing.assert_allclose(var_u, 3.0)
+    assert abs(m[1]) < 1e-12 and abs(mu_u[1]) < 1e-12   # 0.5 far from the data
+    assert v[0] < var_u[0]                               # lower bound more confident
+
+
+def test_only_the_logit_is_accepted():
+    with pytest.raises(ValueError, match="logistic"):
+        gpc.infer(np.eye(2), [1, -1], method="vb", likelihood="probit")
+
+
+def test_classifier_with_the_lower_bound():
+    X, y = data(60, 7)
+    clf = gpc.GaussianProcessClassifier(method="vb", likelihood="logit").fit(X, y)
+    assert clf.score(X, y) > 0.8
+    ep = gpc.GaussianProcessClassifier(method="ep", likelihood="logit").fit(X, y)
+    # A lower bound on the evidence at the same (default, fixed) kernel.
+    assert clf.log_marginal_likelihood_value_ < ep.log_marginal_likelihood_value_
