@@ -16,9 +16,10 @@ Hence ``Z' <= p(y) <= Z''`` with Gaussian integrals (paper eq. 34 and 38):
   posterior in site form (site precisions W, the factorisation
   ``B = I + W^(1/2) K W^(1/2)``, never an inverse of K).  For fixed K, the bound is
   maximised over nu by the fixed point ``nu_n^2 = E_q[f_n^2]`` (the EM view: each
-  step cannot lower Z'), Anderson-accelerated (it contracts slowly when the
-  signal variance is large: 136 plain steps from nu = 1 on an 8-D problem of 500
-  points at the Laplace evidence maximum); at the maximum, the derivative in K is the partial one,
+  step cannot lower Z'), Anderson-accelerated and, once its residual is below
+  ``NEWTON_START``, by Newton steps with the exact Jacobian (the plain map contracts
+  slowly when the signal variance is large: 136 steps from nu = 1 on an 8-D problem
+  of 500 points at the Laplace evidence maximum); at the maximum, the derivative in K is the partial one,
   ``dK = (alpha alpha' - (K + W^{-1})^{-1}) / 2``, ``alpha = K^{-1} E_q[f]``.
 * ``log Z'' = -sum_n H(mu_n) + b'K b / 2`` with ``b = mu o y``, convex in mu,
   minimised over [0, 1]^n (L-BFGS-B, bounds) at fixed hyperparameters (its
@@ -130,6 +131,11 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10, max_ite
             if res > 2.0 * best:
                 accel.reset()                        # an extrapolation overshot
             best = min(best, res)
+            if res < NEWTON_START:
+                proposal = _newton_step(L, sW, mean, x, fx)
+                if proposal is not None and np.all(proposal > 0.0):
+                    x = proposal
+                    continue
             proposal = accel.step(x, fx)
             if np.all(np.isfinite(proposal)) and np.all(proposal > 0.0):
                 x = proposal
@@ -170,6 +176,48 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10, max_ite
 
 #: Past steps mixed by the Anderson acceleration of the fixed point for nu^2.
 ANDERSON_MEMORY = 5
+#: Residual of the fixed point below which Newton steps are taken.
+NEWTON_START = 0.05
+
+
+def _jj_dlambda_over_nu(nu):
+    """``lambda'(nu) / nu`` (-1/48 at nu = 0), elementwise: ``dW / d(nu^2)`` for
+    ``W = 2 lambda``."""
+    nu = np.abs(np.asarray(nu, dtype=np.float64))
+    small = nu < 1e-4
+    v = np.where(small, 1.0, nu)
+    t = np.tanh(0.5 * v)
+    d = (0.5 * (1.0 - t * t) * v - t) / (4.0 * v * v)
+    return np.where(small, -1.0 / 48.0, d / v)
+
+
+def _newton_step(L, sW, mean, x, fx):
+    """A Newton step for ``x = F(x)``, ``F(x) = mean^2 + diag(Sigma)`` (x = nu^2).
+
+    With ``D = dW/dx`` (diagonal, negative) the Jacobian of F is ``J = M |D|``,
+    ``M = Sigma o Sigma + 2 (m m') o Sigma`` (PSD), so the step solves
+    ``(I - M |D|) dx = F(x) - x`` through the symmetric ``A = I - sD M sD``
+    (``sD = |D|^(1/2)``; positive definite near the solution, where the EM map is a
+    contraction): ``dx = r + M (sD o A^{-1} (sD o r))``.  One ``dpotri`` and one
+    Cholesky of A; None when A is not positive definite."""
+    from scipy.linalg import lapack
+
+    n = x.shape[0]
+    Binv, info = lapack.dpotri(L, lower=1)
+    if info != 0:
+        return None
+    Binv = np.tril(Binv)
+    Binv = Binv + np.tril(Binv, -1).T
+    Sigma = (np.eye(n) - Binv) / np.outer(sW, sW)
+    M = Sigma * (Sigma + 2.0 * np.outer(mean, mean))
+    sD = np.sqrt(-_jj_dlambda_over_nu(np.sqrt(x)))
+    A = np.eye(n) - sD[:, None] * M * sD[None, :]
+    LA, info = lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
+    if info != 0:
+        return None
+    r = fx - x
+    z = lapack.dpotrs(LA, sD * r, lower=1)[0]
+    return x + r + M @ (sD * z)
 
 
 class _Anderson:
