@@ -214,6 +214,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.inference_info_ = result.info
         self.optimizer_result_ = optimum
         self._warm_state = (key, result.state)
+        self._upper = None
 
     def _priors_for(self, kernel, n_theta):
         """Translate ``priors`` (dict by hyperparameter name, or a sequence aligned
@@ -258,11 +259,40 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         mean = self.posterior_.latent_mean(np.asarray(self.kernel_(self.X_train_, X)))
         return np.where(mean > 0, self.classes_[1], self.classes_[0])
 
-    def predict_proba(self, X):
-        """Probabilities of the two classes, columns in the order of ``classes_``."""
-        mean, var = self.latent_mean_and_variance(X)
+    def predict_proba(self, X, bound=None):
+        """Probabilities of the two classes, columns in the order of ``classes_``
+        (``bound``: see :meth:`GaussianProcessClassifier.predict_proba`)."""
+        if bound not in (None, "lower", "upper"):
+            raise ValueError(f"bound must be None, 'lower' or 'upper', got {bound!r}.")
+        if bound is not None and self.method != "vb":
+            raise ValueError("bound applies to method='vb' (the Jaakkola-Jordan "
+                             f"bounds), not to method={self.method!r}.")
+        if bound == "upper":
+            check_is_fitted(self)
+            K_cross, k_diag = self._cross(X)
+            mean, var = self._upper_bound().latent_mean_and_variance(K_cross, k_diag)
+        else:
+            mean, var = self.latent_mean_and_variance(X)
         p1 = np.clip(self.likelihood_.predict(mean, var), 0.0, 1.0)
         return np.column_stack([1.0 - p1, p1])
+
+    def _upper_bound(self):
+        """The upper-bound posterior at the fitted hyperparameters (computed once)."""
+        from .inference.variational import upper_bound
+
+        if getattr(self, "_upper", None) is None:
+            K = np.asarray(self.kernel_(self.X_train_), dtype=np.float64)
+            self._upper = upper_bound(K, 2.0 * self.y_train_ - 1.0)
+        return self._upper[1]
+
+    def upper_log_marginal_likelihood(self):
+        """``log Z''``, the Jaakkola-Jordan upper bound on the log evidence at the
+        fitted hyperparameters (``method="vb"`` only)."""
+        if self.method != "vb":
+            raise ValueError("the upper bound exists for method='vb' only.")
+        check_is_fitted(self)
+        self._upper_bound()
+        return self._upper[0]
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Log evidence at kernel hyperparameters theta (fitted ones if None)."""
@@ -329,7 +359,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         linearisation), "mean_field" (variational, its free energy maximised as
         the evidence), "naive_mean_field", "adf" (Bayesian online learning: one
         sweep, no evidence gradient, so use it with ``optimizer=None`` or fixed
-        hyperparameters; :meth:`partial_fit` adds data) (see
+        hyperparameters; :meth:`partial_fit` adds data), "vb" (the
+        Jaakkola-Jordan bounds, logit only: hyperparameters by the lower bound,
+        predictions from either, see :meth:`predict_proba`) (see
         :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
         "logit", "probit", "noisy_threshold", "step" (the last two need a method
@@ -568,18 +600,28 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return self.base_estimator_.predict(self._validate_X(X))
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, bound=None):
         """Class probabilities for X, columns in the order of ``classes_``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+        bound : {None, "lower", "upper"}, default=None
+            With ``method="vb"``: the predictive of the Jaakkola-Jordan lower bound
+            (None or "lower", paper eq. 17-18 and 22 with the logit's
+            ``predictive``: MacKay's approximation or quadrature) or of the upper
+            bound ("upper", eq. 24-29, at the lower bound's hyperparameters; binary
+            problems only).
 
         Returns
         -------
         C : ndarray of shape (n_samples, n_classes)
         """
         check_is_fitted(self)
+        if bound is not None:
+            if self.n_classes_ > 2:
+                raise ValueError("bound= is supported for binary problems only.")
+            return self.base_estimator_.predict_proba(self._validate_X(X), bound=bound)
         if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
             raise ValueError("one_vs_one multi-class mode does not support predicting "
                              "probability estimates. Use one_vs_rest mode instead.")

@@ -148,7 +148,7 @@ def test_sklearn_machinery():
 
 
 @pytest.mark.parametrize("method", ["laplace", "ep", "pl", "mean_field",
-                                    "naive_mean_field", "adf"])
+                                    "naive_mean_field", "adf", "vb"])
 def test_check_estimator(method):
     # With "adf" the estimator has partial_fit, which scikit-learn checks too.
     with warnings.catch_warnings():

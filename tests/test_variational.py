@@ -120,3 +120,21 @@ def test_classifier_with_the_lower_bound():
     ep = gpc.GaussianProcessClassifier(method="ep", likelihood="logit").fit(X, y)
     # A lower bound on the evidence at the same (default, fixed) kernel.
     assert clf.log_marginal_likelihood_value_ < ep.log_marginal_likelihood_value_
+
+
+def test_classifier_predicts_from_both_bounds():
+    X, y = data(40, 8)
+    clf = gpc.GaussianProcessClassifier(method="vb", likelihood="logit").fit(X, y)
+    far = np.array([[40.0, 40.0]])
+    for bound in (None, "lower", "upper"):
+        p = clf.predict_proba(np.vstack([X[:5], far]), bound=bound)
+        np.testing.assert_allclose(p.sum(1), 1.0)
+        assert p[-1, 1] == pytest.approx(0.5, abs=1e-9)        # 0.5 away from data
+    lower = clf.predict_proba(X, bound="lower")[:, 1]
+    upper = clf.predict_proba(X, bound="upper")[:, 1]
+    np.testing.assert_array_equal(lower, clf.predict_proba(X)[:, 1])
+    # The lower bound's predictive is the more confident one on the data.
+    assert np.mean(np.abs(lower - 0.5)) > np.mean(np.abs(upper - 0.5))
+    assert clf.log_marginal_likelihood_value_ < clf.base_estimator_.upper_log_marginal_likelihood()
+    with pytest.raises(ValueError, match="method='vb'"):
+        gpc.GaussianProcessClassifier().fit(X, y).predict_proba(X, bound="upper")
