@@ -17,10 +17,11 @@ import bench_ep
 import bench_laplace
 import bench_pl
 import bench_sparse
+import bench_vb
 from _common import machine_line, publish
 
 SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
-          "sparse": bench_sparse}
+          "sparse": bench_sparse, "vb": bench_vb}
 
 
 def main(argv=None):
@@ -34,7 +35,7 @@ def main(argv=None):
     args = ap.parse_args(argv[1:])
     sections = ["# Benchmark results", "",
                 f"Command: `python {' '.join(argv)}`  ", machine_line(), ""]
-    for name in ["laplace", "ep", "pl", "adf", "sparse"]:
+    for name in ["laplace", "ep", "pl", "adf", "sparse", "vb"]:
         if name in args.only:
             sections.append(SUITES[name].run(args))
     publish("\n".join(sections), args.write)
