@@ -33,7 +33,6 @@ Hence ``Z' <= p(y) <= Z''`` with Gaussian integrals (paper eq. 34 and 38):
 import warnings
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
@@ -119,21 +118,22 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10, max_ite
         best = np.inf
         for it in range(1, int(max_iter) + 1):
             sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
-            L = _chol_B(Kj, sW)
-            if L is None:
+            q = _gaussian(Kj, sW, b)
+            if q is None:
                 return None
-            mean, var, alpha = _marginals(Kj, L, sW, b)
+            L, Binv, mean, var, alpha = q
             fx = mean * mean + var                   # the EM map F(x)
             res = np.max(np.abs(fx - x) / (1.0 + fx), initial=0.0)
             if res <= tol:
-                x = fx
                 converged = True
+                break
+            if it == int(max_iter):
                 break
             if res > 2.0 * best:
                 accel.reset()                        # an extrapolation overshot
             best = min(best, res)
             if res < NEWTON_START:
-                proposal = _newton_step(L, sW, mean, x, fx)
+                proposal = _newton_step(Binv, sW, mean, x, fx)
                 if proposal is not None and np.all(proposal > 0.0):
                     x = proposal
                     continue
@@ -146,19 +146,15 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10, max_ite
             else:
                 accel.reset()
                 x = fx
-        # The bound and the posterior at the final nu.
+        # The bound and the posterior at the last nu (its fixed-point residual is
+        # below tol when converged).
         nu = np.sqrt(x)
-        sW = np.sqrt(2.0 * jj_lambda(nu))
-        L = _chol_B(Kj, sW)
-        if L is None:
-            return None
-        mean, var, alpha = _marginals(Kj, L, sW, b)
         lam = jj_lambda(nu)
         log_z = (np.sum(log_expit(nu) - 0.5 * nu + lam * nu * nu) + 0.5 * b @ mean
                  - np.sum(np.log(np.diag(L))))
-        return Kj, nu, sW, L, alpha, mean, var, log_z, it, converged
+        return Kj, nu, sW, L, Binv, alpha, mean, var, log_z, it, converged
 
-    (Kj, nu, sW, L, alpha, mean, var, log_z, n_iter, converged), jitter = \
+    (Kj, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, converged), jitter = \
         with_jitter(K, attempt)
     if not converged:
         warnings.warn(f"vb: the fixed point for nu did not converge in {n_iter} steps "
@@ -168,8 +164,9 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10, max_ite
         raise FloatingPointError("vb: the lower bound is not finite.")
     dK = None
     if compute_gradient:
-        Binv = cho_solve((L, True), np.eye(n), check_finite=False)
-        dK = 0.5 * (np.outer(alpha, alpha) - sW[:, None] * Binv * sW[None, :])
+        dK = np.outer(alpha, alpha)
+        dK -= sW[:, None] * Binv * sW[None, :]
+        dK *= 0.5
     return InferenceResult(
         posterior=SitePosterior(alpha, sW, L), log_evidence=float(log_z), dK=dK,
         dlik=np.zeros(0) if compute_gradient else None, state={"nu": nu},
@@ -195,27 +192,30 @@ def _jj_dlambda_over_nu(nu):
     return np.where(small, -1.0 / 48.0, d / v)
 
 
-def _newton_step(L, sW, mean, x, fx):
+def _newton_step(Binv, sW, mean, x, fx):
     """A Newton step for ``x = F(x)``, ``F(x) = mean^2 + diag(Sigma)`` (x = nu^2).
 
     With ``D = dW/dx`` (diagonal, negative) the Jacobian of F is ``J = M |D|``,
     ``M = Sigma o Sigma + 2 (m m') o Sigma`` (PSD), so the step solves
     ``(I - M |D|) dx = F(x) - x`` through the symmetric ``A = I - sD M sD``
     (``sD = |D|^(1/2)``; positive definite near the solution, where the EM map is a
-    contraction): ``dx = r + M (sD o A^{-1} (sD o r))``.  One ``dpotri`` and one
-    Cholesky of A; None when A is not positive definite."""
+    contraction): ``dx = r + M (sD o A^{-1} (sD o r))``.  One Cholesky of A (B^{-1}
+    comes from the evaluation); None when A is not positive definite."""
     from scipy.linalg import lapack
 
     n = x.shape[0]
-    Binv, info = lapack.dpotri(L, lower=1)
-    if info != 0:
-        return None
-    Binv = np.tril(Binv)
-    Binv = Binv + np.tril(Binv, -1).T
-    Sigma = (np.eye(n) - Binv) / np.outer(sW, sW)
-    M = Sigma * (Sigma + 2.0 * np.outer(mean, mean))
+    inv_sw = 1.0 / sW
+    Sigma = Binv * -1.0
+    Sigma[np.diag_indices(n)] += 1.0
+    Sigma *= inv_sw[:, None]
+    Sigma *= inv_sw[None, :]                          # W^{-1/2} (I - B^{-1}) W^{-1/2}
+    M = np.outer(2.0 * mean, mean)
+    M += Sigma
+    M *= Sigma
     sD = np.sqrt(-_jj_dlambda_over_nu(np.sqrt(x)))
-    A = np.eye(n) - sD[:, None] * M * sD[None, :]
+    A = M * -sD[:, None]
+    A *= sD[None, :]
+    A[np.diag_indices(n)] += 1.0
     LA, info = lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
     if info != 0:
         return None
@@ -253,37 +253,32 @@ class _Anderson:
         return fx - np.column_stack(self.dF) @ gamma
 
 
-def _chol_B(K, sW):
-    """Lower Cholesky factor of ``B = I + sW K sW`` (Fortran, lower triangle only),
-    or None when it fails."""
+def _gaussian(K, sW, b):
+    """The Gaussian ``q ∝ N(0, K) exp(b'f - f'W f / 2)`` (``W = sW^2 > 0``):
+    ``(L, B^{-1}, mean, var, alpha)`` with ``L = chol(B)``, ``B = I + sW K sW``
+    (``B^{-1}`` symmetric, by ``dpotri``), ``alpha = K^{-1} mean``; None when B does
+    not factorise.
+
+    Since ``Sigma = (K^{-1} + W)^{-1} = W^{-1/2} (I - B^{-1}) W^{-1/2}``, the marginal
+    variances are ``(1 - diag(B^{-1})) / W`` and ``B^{-1}`` serves the Newton step and
+    the gradient too: one Cholesky and one ``dpotri`` per evaluation."""
     from scipy.linalg import lapack
 
     B = np.asfortranarray(K * sW[:, None])
     B *= sW[None, :]
     B[np.diag_indices_from(B)] += 1.0
-    L, info = lapack.dpotrf(B, lower=1, overwrite_a=1, clean=0)
-    return L if info == 0 else None
-
-
-def _marginals(K, L, sW, b):
-    """Mean, marginal variances and ``alpha = K^{-1} mean`` of
-    ``q ∝ N(0, K) exp(b'f - f'W f / 2)``, from ``L = chol(I + sW K sW)``.
-
-    With every site precision positive (``W = 2 lambda > 0``),
-    ``Sigma = (K^{-1} + W)^{-1} = W^{-1/2} (I - B^{-1}) W^{-1/2}``: the variances
-    need only ``diag(B^{-1})``, the column norms of ``L^{-1}`` (``dtrtri``, a third
-    of the work of a triangular solve with K's n columns)."""
-    from scipy.linalg import lapack
-
-    alpha = b - sW * cho_solve((L, True), sW * (K @ b), check_finite=False)
-    mean = K @ alpha
-    Linv, info = lapack.dtrtri(L, lower=1)
+    L, info = lapack.dpotrf(B, lower=1, overwrite_a=1, clean=1)
     if info != 0:
-        raise FloatingPointError(f"vb: inverting the Cholesky factor failed ({info}).")
-    # Column norms of the lower triangle only (the upper one holds leftovers).
-    diag = np.array([Linv[j:, j] @ Linv[j:, j] for j in range(L.shape[0])])
-    var = (1.0 - diag) / (sW * sW)
-    return mean, np.maximum(var, 0.0), alpha
+        return None
+    Binv, info = lapack.dpotri(L, lower=1)
+    if info != 0:
+        return None
+    Binv = np.tril(Binv)
+    Binv += np.tril(Binv, -1).T
+    alpha = b - sW * (Binv @ (sW * (K @ b)))
+    mean = K @ alpha
+    var = np.maximum((1.0 - np.diag(Binv)) / (sW * sW), 0.0)
+    return L, Binv, mean, var, alpha
 
 
 def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
