@@ -74,3 +74,18 @@ def publish(text, path=None):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as fh:
             fh.write(text)
+
+
+def standalone(doc, add_arguments, run, argv=None, repeat=3):
+    """``main`` of a benchmark suite run by itself: its options plus ``--repeat`` and
+    ``--write``, the report printed (and written)."""
+    import argparse
+    import sys
+
+    argv = sys.argv if argv is None else argv
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--write", help="write the Markdown report to this file")
+    add_arguments(ap)
+    args = ap.parse_args(argv[1:])
+    publish(run(args), args.write)

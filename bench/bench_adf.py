@@ -10,12 +10,10 @@ the rank-one BLAS work it replaces, measured in one run.
 Run standalone (``python bench/bench_adf.py``) or through ``bench/run_all.py``.
 """
 
-import argparse
-import sys
 import time
 
 import numpy as np
-from _common import make_data, publish, settle
+from _common import make_data, settle, standalone
 from bench_ep import _kernel
 
 import gpc
@@ -124,13 +122,7 @@ def run(args):
 
 
 def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--write", help="write the Markdown report to this file")
-    add_arguments(ap)
-    args = ap.parse_args(argv[1:])
-    publish(run(args), args.write)
+    standalone(__doc__, add_arguments, run, argv, repeat=3)
 
 
 if __name__ == "__main__":

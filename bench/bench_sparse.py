@@ -10,13 +10,11 @@ allocated before and not counted).
 Run standalone (``python bench/bench_sparse.py``) or through ``bench/run_all.py``.
 """
 
-import argparse
-import sys
 import time
 import tracemalloc
 
 import numpy as np
-from _common import make_data, publish, settle
+from _common import make_data, settle, standalone
 from sklearn.gaussian_process.kernels import RBF
 
 from gpc.likelihoods import get_likelihood
@@ -81,12 +79,7 @@ def run(args):
 
 
 def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", help="write the Markdown report to this file")
-    add_arguments(ap)
-    args = ap.parse_args(argv[1:])
-    publish(run(args), args.write)
+    standalone(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,10 @@ the issue's target is a ratio within 2.
 Run through ``bench/run_all.py`` or standalone.
 """
 
-import argparse
-import sys
 import warnings
 
 import numpy as np
-from _common import best_of, make_data, publish
+from _common import best_of, make_data, standalone
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
@@ -68,13 +66,7 @@ def run(args):
 
 
 def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--write", help="write the Markdown report to this file")
-    add_arguments(ap)
-    args = ap.parse_args(argv[1:])
-    publish(run(args), args.write)
+    standalone(__doc__, add_arguments, run, argv, repeat=1)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ residual ``gamma``.
 
 import time
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
@@ -574,15 +575,18 @@ class _SparseGP(BaseEstimator):
                "inference_info_", "classes_", "one_vs_rest_", "n_features_in_",
                "feature_names_in_")
 
-    def _saved(self):
-        """The fitted attributes, to restore when a fit fails (fit and partial_fit
+    @contextmanager
+    def _atomic(self):
+        """Restore the fitted attributes when the body fails (fit and partial_fit
         set them only at their end, but validate_data sets n_features_in_ first)."""
-        return {k: self.__dict__[k] for k in self._FITTED if k in self.__dict__}
-
-    def _restore(self, saved):
-        for k in self._FITTED:
-            self.__dict__.pop(k, None)
-        self.__dict__.update(saved)
+        saved = {k: self.__dict__[k] for k in self._FITTED if k in self.__dict__}
+        try:
+            yield
+        except BaseException:
+            for k in self._FITTED:
+                self.__dict__.pop(k, None)
+            self.__dict__.update(saved)
+            raise
 
     def _partial_fit(self, X, y):
         fitted = hasattr(self, "_state")
@@ -737,8 +741,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         -------
         self
         """
-        saved = self._saved()
-        try:
+        with self._atomic():
             X, y = validate_data(self, X, y, y_numeric=False)
             check_classification_targets(y)
             encoder = LabelEncoder().fit(y)
@@ -748,9 +751,6 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
                 self._fit(X, 2.0 * encoder.transform(y) - 1.0)
             else:
                 ovr.fit(X, y)
-        except BaseException:
-            self._restore(saved)
-            raise
         if ovr is None:
             self.one_vs_rest_ = None
             self.classes_ = classes
@@ -773,8 +773,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         self
         """
         first = not hasattr(self, "classes_")
-        saved = self._saved()
-        try:
+        with self._atomic():
             X, y = validate_data(self, X, y, reset=first, y_numeric=False)
             if first:
                 if classes is None:
@@ -796,9 +795,6 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
                 self._partial_fit(X, 2.0 * np.searchsorted(all_classes, y) - 1.0)
             else:
                 ovr.partial_fit(X, y, classes=all_classes)
-        except BaseException:
-            self._restore(saved)
-            raise
         if ovr is None:
             self.one_vs_rest_ = None
             self.classes_ = all_classes
@@ -898,13 +894,9 @@ log_marginal_likelihood_value_, em_history_, inference_info_, n_features_in_
         -------
         self
         """
-        saved = self._saved()
-        try:
+        with self._atomic():
             X, y = validate_data(self, X, y, y_numeric=True)
             self._fit(X, np.asarray(y, dtype=np.float64))
-        except BaseException:
-            self._restore(saved)
-            raise
         return self
 
     def partial_fit(self, X, y):
@@ -920,13 +912,9 @@ log_marginal_likelihood_value_, em_history_, inference_info_, n_features_in_
         self
         """
         first = not hasattr(self, "_state")
-        saved = self._saved()
-        try:
+        with self._atomic():
             X, y = validate_data(self, X, y, reset=first, y_numeric=True)
             self._partial_fit(X, np.asarray(y, dtype=np.float64))
-        except BaseException:
-            self._restore(saved)
-            raise
         return self
 
     def predict(self, X, return_std=False):
