@@ -280,6 +280,9 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         """The upper-bound posterior at the fitted hyperparameters (computed once)."""
         from .inference.variational import upper_bound
 
+        if self.likelihood_.name != "logit":
+            raise ValueError("the upper bound (Jaakkola-Jordan) is for the logit "
+                             f"likelihood, not {self.likelihood_.name!r}.")
         if getattr(self, "_upper", None) is None:
             K = np.asarray(self.kernel_(self.X_train_), dtype=np.float64)
             self._upper = upper_bound(K, 2.0 * self.y_train_ - 1.0)
@@ -360,8 +363,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         the evidence), "naive_mean_field", "adf" (Bayesian online learning: one
         sweep, no evidence gradient, so use it with ``optimizer=None`` or fixed
         hyperparameters; :meth:`partial_fit` adds data), "vb" (the
-        Jaakkola-Jordan bounds, logit only: hyperparameters by the lower bound,
-        predictions from either, see :meth:`predict_proba`) (see
+        Jaakkola-Jordan bounds for the logit, hyperparameters by the lower bound,
+        predictions from either, see :meth:`predict_proba`; for the probit a
+        curvature lower bound) (see
         :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
         "logit", "probit", "noisy_threshold", "step" (the last two need a method

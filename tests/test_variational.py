@@ -108,9 +108,9 @@ def test_posteriors_for_prediction():
     assert v[0] < var_u[0]                               # lower bound more confident
 
 
-def test_only_the_logit_is_accepted():
+def test_only_the_logit_and_probit_are_accepted():
     with pytest.raises(ValueError, match="logistic"):
-        gpc.infer(np.eye(2), [1, -1], method="vb", likelihood="probit")
+        gpc.infer(np.eye(2), [1, -1], method="vb", likelihood="step")
 
 
 def test_classifier_with_the_lower_bound():
@@ -138,3 +138,45 @@ def test_classifier_predicts_from_both_bounds():
     assert clf.log_marginal_likelihood_value_ < clf.base_estimator_.upper_log_marginal_likelihood()
     with pytest.raises(ValueError, match="method='vb'"):
         gpc.GaussianProcessClassifier().fit(X, y).predict_proba(X, bound="upper")
+
+
+@pytest.mark.parametrize("k", [0.01, 1.0, 30.0])
+def test_probit_curvature_bound_holds_with_the_expected_gap(k):
+    for y in (-1.0, 1.0):
+        exact = np.log(0.5)                              # Phi(0 / sqrt(1 + k))
+        res = gpc.infer([[k]], [y], method="vb", likelihood="probit")
+        assert res.log_evidence <= exact + 1e-12
+        if k == 0.01:
+            # For small variance the gap is the curvature difference times the
+            # variance: ((1 - 2/pi) / 2) k, as (log Phi)''(0) = -2/pi.
+            assert exact - res.log_evidence == pytest.approx(
+                0.5 * (1 - 2 / np.pi) * k, rel=0.02)
+
+
+def test_probit_bound_two_points_and_gradient():
+    K = np.array([[2.0, 1.2], [1.2, 1.5]])
+    for y in ([1.0, 1.0], [1.0, -1.0]):
+        y = np.array(y)
+        C = K + np.eye(2)
+        rho = y[0] * y[1] * C[0, 1] / np.sqrt(C[0, 0] * C[1, 1])
+        exact = np.log(0.25 + np.arcsin(rho) / (2 * np.pi))
+        assert gpc.infer(K, y, method="vb", likelihood="probit").log_evidence <= exact
+    X, y = data(12, 9)
+    K = se(X, 1.0, 3.0)
+    res = gpc.infer(K, y, method="vb", likelihood="probit", tol=1e-13)
+    E = np.random.RandomState(2).randn(12, 12)
+    E = E + E.T
+    h = 1e-6
+    lp, lm = (gpc.infer(K + t * E, y, method="vb", likelihood="probit", tol=1e-13,
+                        init=res.state).log_evidence for t in (h, -h))
+    assert np.sum(res.dK * E) == pytest.approx((lp - lm) / (2 * h), rel=1e-5)
+
+
+def test_classifier_with_the_probit_bound():
+    X, y = data(50, 10)
+    clf = gpc.GaussianProcessClassifier(method="vb", likelihood="probit").fit(X, y)
+    ep = gpc.GaussianProcessClassifier(method="ep", likelihood="probit").fit(X, y)
+    assert clf.log_marginal_likelihood_value_ < ep.log_marginal_likelihood_value_
+    assert clf.score(X, y) > 0.8
+    with pytest.raises(ValueError, match="logit"):
+        clf.predict_proba(X, bound="upper")

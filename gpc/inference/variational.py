@@ -8,7 +8,10 @@ The logistic likelihood ``sigma(z)``, ``z = y f``, is bounded by Gaussians in f:
 * above, for any ``mu`` in [0, 1] (the concave conjugate of ``log sigma``):
   ``sigma(z) <= exp(mu z - H(mu))``, ``H`` the binary entropy.
 
-Hence ``Z' <= p(y) <= Z''`` with Gaussian integrals (paper eq. 34 and 38):
+Hence ``Z' <= p(y) <= Z''`` with Gaussian integrals (paper eq. 34 and 38).  For
+the probit, whose log has curvature in (-1, 0), the quadratic bound of curvature -1
+at nu is the Gaussian lower bound used instead (unit site precisions; no upper
+bound is offered for it):
 
 * ``log Z' = sum_n [log sigma(nu_n) - nu_n / 2 + lambda_n nu_n^2]
   + b'(K^{-1} + W)^{-1} b / 2 - log|I + W K| / 2`` with ``W = 2 diag(lambda)``
@@ -49,12 +52,11 @@ def jj_lambda(nu):
     return np.where(small, 0.125 - nu * nu / 96.0, np.tanh(0.5 * safe) / (4.0 * safe))
 
 
-def _check_logit(likelihood):
-    if likelihood.name != "logit":
+def _check_likelihood(likelihood):
+    if likelihood.name not in ("logit", "probit"):
         raise ValueError(
-            f"method='vb' bounds the logistic likelihood (Jaakkola-Jordan); got "
-            f"{likelihood.name!r}.  Use likelihood='logit' (the probit has no "
-            "Gaussian lower bound as tight; use method='ep' or 'laplace' for it).")
+            f"method='vb' bounds the logistic likelihood (Jaakkola-Jordan) and the "
+            f"probit (curvature bound); got {likelihood.name!r}.")
 
 
 @register("vb")
@@ -69,7 +71,9 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
     K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
     y : ndarray of shape (n,), labels in {-1, +1}
     likelihood : Likelihood
-        Must be the logit.
+        The logit (Jaakkola-Jordan bound) or the probit (the curvature bound
+        ``log Phi(z) >= log Phi(nu) + r(nu)(z - nu) - (z - nu)^2 / 2``, looser: its
+        site precision is 1 whatever the data; see ``_vb_probit``).
     init : dict, optional
         A previous result's ``state`` (``{"nu": ...}``) to start the fixed point
         from (otherwise ``nu = 1``).
@@ -101,11 +105,13 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
     >>> bool(lower.log_evidence < ep.log_evidence)
     True
     """
-    _check_logit(likelihood)
+    _check_likelihood(likelihood)
     if not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be a positive number, got {tol!r}.")
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter!r}.")
+    if likelihood.name == "probit":
+        return _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter)
     n = K.shape[0]
     nu0 = np.ones(n)
     if init is not None and "nu" in init:
@@ -187,6 +193,71 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
         posterior=SitePosterior(alpha, sW, L), log_evidence=float(log_z), dK=dK,
         dlik=np.zeros(0) if compute_gradient else None, state={"nu": nu},
         info={"method": "vb", "likelihood": likelihood.name, "n_iter": n_iter,
+              "converged": bool(converged), "nu": nu, "jitter": jitter,
+              "mean": mean, "var": var})
+
+
+def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
+    """The probit's Gaussian lower bound (see :func:`vb`): since
+    ``(log Phi)'' >= -1``, ``log Phi(z) >= log Phi(nu) + r(nu) (z - nu) - (z - nu)^2
+    / 2`` (``r = (log Phi)'``), Gaussian in f with unit precision for every nu.  So
+    ``q = N(Sigma b, Sigma)`` with the fixed ``Sigma = (K^{-1} + I)^{-1}`` (one
+    Cholesky of ``I + K``) and ``b = y (r(nu) + nu)``; the bound is maximised over
+    nu at ``nu = y E_q[f]`` (its derivative is ``(r' + 1)(y m - nu)``, ``r' > -1``),
+    a fixed point of O(n^2) steps (Anderson-accelerated)."""
+    from scipy.special import log_ndtr
+
+    from .._moments import mills
+
+    n = K.shape[0]
+    y = np.asarray(y, dtype=np.float64)
+    nu = np.zeros(n)
+    if init is not None and "nu" in init:
+        v = np.asarray(init["nu"], dtype=np.float64)
+        if v.shape == (n,) and np.isfinite(v).all():
+            nu = v.copy()
+    sW = np.ones(n)
+
+    def attempt(Kj):
+        q = _gaussian(Kj, sW, np.zeros(n), full=True)
+        return None if q is None else (Kj, q[0], q[1])
+
+    (Kj, L, Binv), jitter = with_jitter(K, attempt)
+    from scipy.linalg import blas
+
+    def mean_of(nu):
+        b = y * mills(nu)[1]                          # y (r(nu) + nu), r = N/Phi
+        alpha = b - blas.dsymv(1.0, Binv, blas.dsymv(1.0, Kj, b, lower=1), lower=1)
+        return b, alpha, blas.dsymv(1.0, Kj, alpha, lower=1)
+
+    accel = _Anderson(ANDERSON_MEMORY)
+    converged = False
+    for it in range(1, int(max_iter) + 1):
+        b, alpha, mean = mean_of(nu)
+        fx = y * mean
+        if np.max(np.abs(fx - nu) / (1.0 + np.abs(fx)), initial=0.0) <= tol:
+            converged = True
+            break
+        nu = accel.step(nu, fx)
+    if not converged:
+        warnings.warn(f"vb: the fixed point for nu did not converge in {it} steps "
+                      f"(max_iter={max_iter}); the bound is below its maximum and its "
+                      "gradient approximate.", ConvergenceWarning, stacklevel=3)
+    r = mills(nu)[0]
+    var = np.maximum(1.0 - np.diag(Binv), 0.0)        # (1 - diag(B^-1)) / W, W = 1
+    log_z = (np.sum(log_ndtr(nu) - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
+             - np.sum(np.log(np.diag(L))))
+    if not np.isfinite(log_z):
+        raise FloatingPointError("vb: the lower bound is not finite.")
+    dK = None
+    if compute_gradient:
+        dK = np.outer(alpha, alpha)
+        dK -= Binv
+        dK *= 0.5
+    return InferenceResult(
+        posterior=SitePosterior(alpha, sW, L), log_evidence=float(log_z), dK=dK,
+        dlik=np.zeros(0) if compute_gradient else None, state={"nu": nu},
+        info={"method": "vb", "likelihood": likelihood.name, "n_iter": it,
               "converged": bool(converged), "nu": nu, "jitter": jitter,
               "mean": mean, "var": var})
 
