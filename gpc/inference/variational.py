@@ -126,13 +126,12 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
         accel = _Anderson(ANDERSON_MEMORY)
         best = np.inf
         chord = None                                 # a factorised Newton matrix
-        full = False                                 # B^{-1} wanted (Newton step)
         for it in range(1, int(max_iter) + 1):
             sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
-            q = _gaussian(Kj, sW, b, full=full)
+            q = _gaussian(Kj, sW, b)
             if q is None:
                 return None
-            L, Binv, mean, var, alpha = q
+            L, Linv, mean, var, alpha = q
             fx = mean * mean + var                   # the EM map F(x)
             res = np.max(np.abs(fx - x) / (1.0 + fx), initial=0.0)
             if res <= tol:
@@ -146,11 +145,8 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
             improved = res < CHORD_RATE * best
             best = min(best, res)
             if res < NEWTON_START:
-                if Binv is not None:                 # a fresh Jacobian
-                    chord = _newton_matrix(Binv, sW, mean, x)
-                    full = False
-                elif chord is None or not improved:
-                    full = True                      # refresh it at the next step
+                if chord is None or not improved:    # a fresh Jacobian, here
+                    chord = _newton_matrix(_b_inverse(Linv), sW, mean, x)
                 if chord is not None:
                     proposal = _chord_step(chord, x, fx)
                     if np.all(proposal > 0.0):
@@ -166,8 +162,7 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
             else:
                 accel.reset()
                 x = fx
-        if Binv is None and compute_gradient:
-            Binv = _b_inverse(L)
+        Binv = _b_inverse(Linv) if compute_gradient else None
         # The bound and the posterior at the last nu (its fixed-point residual is
         # below tol when converged).
         nu = np.sqrt(x)
@@ -219,8 +214,8 @@ def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
     sW = np.ones(n)
 
     def attempt(Kj):
-        q = _gaussian(Kj, sW, np.zeros(n), full=True)
-        return None if q is None else (Kj, q[0], q[1])
+        q = _gaussian(Kj, sW, np.zeros(n))
+        return None if q is None else (Kj, q[0], _b_inverse(q[1]))
 
     (Kj, L, Binv), jitter = with_jitter(K, attempt)
     from scipy.linalg import blas
@@ -348,27 +343,28 @@ class _Anderson:
         return fx - np.column_stack(self.dF) @ gamma
 
 
-def _b_inverse(L):
-    """``B^{-1}`` (symmetric) from the lower Cholesky factor of B (``dpotri``)."""
+def _b_inverse(Linv):
+    """``B^{-1} = L^{-T} L^{-1}`` (symmetric) from the inverse Cholesky factor
+    (``dlauum``, a third of the work of a Cholesky)."""
     from scipy.linalg import lapack
 
-    Binv, info = lapack.dpotri(L, lower=1)
+    Binv, info = lapack.dlauum(Linv, lower=1)
     if info != 0:
-        raise FloatingPointError(f"vb: inverting B failed (LAPACK info {info}).")
+        raise FloatingPointError(f"vb: forming B^-1 failed (LAPACK info {info}).")
     Binv = np.tril(Binv)
     Binv += np.tril(Binv, -1).T
     return Binv
 
 
-def _gaussian(K, sW, b, full=False):
+def _gaussian(K, sW, b):
     """The Gaussian ``q ∝ N(0, K) exp(b'f - f'W f / 2)`` (``W = sW^2 > 0``):
-    ``(L, B^{-1} or None, mean, var, alpha)`` with ``L = chol(B)``,
-    ``B = I + sW K sW``, ``alpha = K^{-1} mean``; None when B does not factorise.
+    ``(L, L^{-1}, mean, var, alpha)`` with ``L = chol(B)``, ``B = I + sW K sW``,
+    ``alpha = K^{-1} mean``; None when B does not factorise.
 
     Since ``Sigma = (K^{-1} + W)^{-1} = W^{-1/2} (I - B^{-1}) W^{-1/2}``, the marginal
-    variances are ``(1 - diag(B^{-1})) / W``: the column norms of ``L^{-1}``
-    (``dtrtri``), or, with ``full``, the diagonal of ``B^{-1}`` from ``dpotri``
-    (twice the work; for a Newton step and the gradient)."""
+    variances are ``(1 - diag(B^{-1})) / W``, the column norms of ``L^{-1}``
+    (``dtrtri``); ``B^{-1}`` itself, for a Newton step or the gradient, is one
+    ``dlauum`` away (:func:`_b_inverse`)."""
     from scipy.linalg import blas, lapack
 
     # Matrix-vector products through SciPy's BLAS, the library of the factorisations
@@ -379,22 +375,15 @@ def _gaussian(K, sW, b, full=False):
     L, info = lapack.dpotrf(B, lower=1, overwrite_a=1, clean=1)
     if info != 0:
         return None
-    Kb = blas.dsymv(1.0, K, b, lower=1)
-    if full:
-        Binv = _b_inverse(L)
-        dB = np.diag(Binv)
-        alpha = b - sW * blas.dsymv(1.0, Binv, sW * Kb, lower=1)
-    else:
-        Binv = None
-        Linv, info = lapack.dtrtri(L, lower=1)
-        if info != 0:
-            return None
-        dB = np.einsum("ij,ij->j", Linv, Linv)      # lower triangle (clean=1)
-        v = blas.dtrmv(Linv, sW * Kb, lower=1)
-        alpha = b - sW * blas.dtrmv(Linv, v, lower=1, trans=1)  # B^-1 = L^-T L^-1
+    Linv, info = lapack.dtrtri(L, lower=1)
+    if info != 0:
+        return None
+    dB = np.einsum("ij,ij->j", Linv, Linv)          # lower triangle (clean=1)
+    v = blas.dtrmv(Linv, sW * blas.dsymv(1.0, K, b, lower=1), lower=1)
+    alpha = b - sW * blas.dtrmv(Linv, v, lower=1, trans=1)  # B^-1 = L^-T L^-1
     mean = blas.dsymv(1.0, K, alpha, lower=1)
     var = np.maximum((1.0 - dB) / (sW * sW), 0.0)
-    return L, Binv, mean, var, alpha
+    return L, Linv, mean, var, alpha
 
 
 def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
