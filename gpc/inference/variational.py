@@ -173,10 +173,18 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
 
     (Kj, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, converged), jitter = \
         with_jitter(K, attempt)
+    return _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter,
+                   converged, jitter, max_iter, compute_gradient)
+
+
+def _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, converged,
+            jitter, max_iter, compute_gradient):
+    """The InferenceResult of a lower bound (both likelihoods): warnings, checks
+    and ``dK = (alpha alpha' - sW B^{-1} sW) / 2``."""
     if not converged:
         warnings.warn(f"vb: the fixed point for nu did not converge in {n_iter} steps "
                       f"(max_iter={max_iter}); the bound is below its maximum and its "
-                      "gradient approximate.", ConvergenceWarning, stacklevel=3)
+                      "gradient approximate.", ConvergenceWarning, stacklevel=4)
     if not np.isfinite(log_z):
         raise FloatingPointError("vb: the lower bound is not finite.")
     dK = None
@@ -234,27 +242,12 @@ def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
             converged = True
             break
         nu = accel.step(nu, fx)
-    if not converged:
-        warnings.warn(f"vb: the fixed point for nu did not converge in {it} steps "
-                      f"(max_iter={max_iter}); the bound is below its maximum and its "
-                      "gradient approximate.", ConvergenceWarning, stacklevel=3)
     r = mills(nu)[0]
     var = np.maximum(1.0 - np.diag(Binv), 0.0)        # (1 - diag(B^-1)) / W, W = 1
     log_z = (np.sum(log_ndtr(nu) - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
              - np.sum(np.log(np.diag(L))))
-    if not np.isfinite(log_z):
-        raise FloatingPointError("vb: the lower bound is not finite.")
-    dK = None
-    if compute_gradient:
-        dK = np.outer(alpha, alpha)
-        dK -= Binv
-        dK *= 0.5
-    return InferenceResult(
-        posterior=SitePosterior(alpha, sW, L), log_evidence=float(log_z), dK=dK,
-        dlik=np.zeros(0) if compute_gradient else None, state={"nu": nu},
-        info={"method": "vb", "likelihood": likelihood.name, "n_iter": it,
-              "converged": bool(converged), "nu": nu, "jitter": jitter,
-              "mean": mean, "var": var})
+    return _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, it, converged,
+                   jitter, max_iter, compute_gradient)
 
 
 #: Past steps mixed by the Anderson acceleration of the fixed point for nu^2.
