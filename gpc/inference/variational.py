@@ -40,6 +40,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
+from .. import _vb
 from ..posterior import ExplicitPosterior, SitePosterior
 from ._base import InferenceResult, register, with_jitter
 
@@ -126,9 +127,10 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
         accel = _Anderson(ANDERSON_MEMORY)
         best = np.inf
         chord = None                                 # a factorised Newton matrix
+        ws = _Workspace(n)
         for it in range(1, int(max_iter) + 1):
             sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
-            q = _gaussian(Kj, sW, b)
+            q = _gaussian(Kj, sW, b, ws)
             if q is None:
                 return None
             L, Linv, mean, var, alpha = q
@@ -301,10 +303,14 @@ def _chord_step(chord, x, fx):
     iterate: ``dx = r + M (sD o A^{-1} (sD o r))``."""
     from scipy.linalg import lapack
 
+    from scipy.linalg import blas
+
     LA, M, sD = chord
     r = fx - x
     z = lapack.dpotrs(LA, sD * r, lower=1)[0]
-    return x + r + M @ (sD * z)
+    # Through SciPy's BLAS like the factorisations: numpy's may be another OpenBLAS,
+    # whose spinning threads would slow the next factorisation down.
+    return x + r + blas.dsymv(1.0, M, sD * z)
 
 
 class _Anderson:
@@ -339,44 +345,42 @@ class _Anderson:
 def _b_inverse(Linv):
     """``B^{-1} = L^{-T} L^{-1}`` (symmetric) from the inverse Cholesky factor
     (``dlauum``, a third of the work of a Cholesky)."""
-    from scipy.linalg import lapack
-
-    Binv, info = lapack.dlauum(Linv, lower=1)
+    n = Linv.shape[0]
+    Binv = np.empty((n, n), order="F")
+    info = _vb.b_inverse(Linv, Binv)
     if info != 0:
         raise FloatingPointError(f"vb: forming B^-1 failed (LAPACK info {info}).")
-    Binv = np.tril(Binv)
-    Binv += np.tril(Binv, -1).T
     return Binv
 
 
-def _gaussian(K, sW, b):
+class _Workspace:
+    """The n x n buffers of one fixed-point run (L, L^{-1}), allocated once."""
+
+    def __init__(self, n):
+        self.L = np.zeros((n, n), order="F")
+        self.Linv = np.zeros((n, n), order="F")
+        self.work = np.empty(n)
+
+
+def _gaussian(K, sW, b, ws=None):
     """The Gaussian ``q ∝ N(0, K) exp(b'f - f'W f / 2)`` (``W = sW^2 > 0``):
     ``(L, L^{-1}, mean, var, alpha)`` with ``L = chol(B)``, ``B = I + sW K sW``,
-    ``alpha = K^{-1} mean``; None when B does not factorise.
-
-    Since ``Sigma = (K^{-1} + W)^{-1} = W^{-1/2} (I - B^{-1}) W^{-1/2}``, the marginal
-    variances are ``(1 - diag(B^{-1})) / W``, the column norms of ``L^{-1}``
-    (``dtrtri``); ``B^{-1}`` itself, for a Newton step or the gradient, is one
-    ``dlauum`` away (:func:`_b_inverse`)."""
-    from scipy.linalg import blas, lapack
-
-    # Matrix-vector products through SciPy's BLAS, the library of the factorisations
-    # (numpy may load another OpenBLAS whose spinning threads slow these down).
-    B = np.asfortranarray(K * sW[:, None])
-    B *= sW[None, :]
-    B[np.diag_indices_from(B)] += 1.0
-    L, info = lapack.dpotrf(B, lower=1, overwrite_a=1, clean=1)
+    ``alpha = K^{-1} mean``; None when B does not factorise.  One compiled pass
+    (``gpc._vb``): since ``Sigma = W^{-1/2} (I - B^{-1}) W^{-1/2}``, the marginal
+    variances are ``(1 - diag(B^{-1})) / W``, the column norms of ``L^{-1}``;
+    ``B^{-1}`` itself, for a Newton step or the gradient, is one ``dlauum`` away
+    (:func:`_b_inverse`).  ``ws``: a :class:`_Workspace` whose L and L^{-1} are
+    overwritten (fresh buffers without it)."""
+    n = K.shape[0]
+    ws = _Workspace(n) if ws is None else ws
+    K = np.asfortranarray(K, dtype=np.float64)
+    mean, var, alpha = np.empty(n), np.empty(n), np.empty(n)
+    info = _vb.gaussian(K, np.ascontiguousarray(sW, dtype=np.float64),
+                        np.ascontiguousarray(b, dtype=np.float64), ws.L, ws.Linv,
+                        mean, var, alpha, ws.work)
     if info != 0:
         return None
-    Linv, info = lapack.dtrtri(L, lower=1)
-    if info != 0:
-        return None
-    dB = np.einsum("ij,ij->j", Linv, Linv)          # lower triangle (clean=1)
-    v = blas.dtrmv(Linv, sW * blas.dsymv(1.0, K, b, lower=1), lower=1)
-    alpha = b - sW * blas.dtrmv(Linv, v, lower=1, trans=1)  # B^-1 = L^-T L^-1
-    mean = blas.dsymv(1.0, K, alpha, lower=1)
-    var = np.maximum((1.0 - dB) / (sW * sW), 0.0)
-    return L, Linv, mean, var, alpha
+    return ws.L, ws.Linv, mean, var, alpha
 
 
 def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
