@@ -1,7 +1,6 @@
 """Mean-field GP classification (ensemble and naive): exact cases, the variational
 bound, gradients against finite differences, the solver, the estimator."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +9,7 @@ from scipy.special import log_ndtr
 from sklearn.exceptions import ConvergenceWarning
 
 import gpc
-from gpc.likelihoods import Gaussian, get_likelihood
+from gpc.likelihoods import Gaussian
 from _sites import LIKS, data, lik_obj, p_lik, se
 
 METHODS = ["mean_field", "naive_mean_field"]

@@ -69,7 +69,7 @@ the same form with its own W), in the site form of Laplace and EP.
 import warnings
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack, solve_triangular
+from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack
 from sklearn.exceptions import ConvergenceWarning
 
 from ..posterior import SitePosterior

@@ -37,7 +37,7 @@ bound is offered for it):
 import warnings
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import log_expit
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import _vb
