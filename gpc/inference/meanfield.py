@@ -117,7 +117,8 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         family); ``posterior`` with mean ``K g`` and the linear-response covariance;
         ``state = {"m": m}``; ``info`` holds ``n_iter`` (Newton steps), ``converged``,
         ``stalled`` (stopped because the line search found no improving step),
-        ``n_halvings`` (line-search halvings), ``n_negative_w``, ``jitter``,
+        ``n_halvings`` (line-search halvings), ``n_negative_w``, ``n_capped_w``
+        (Newton steps whose weights had to be capped, see ``W_CAPS``), ``jitter``,
         ``mean`` and ``var`` (the marginals of q), ``cavity_var`` (s).
 
     Examples
@@ -274,20 +275,18 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
     if not np.isfinite(value):
         raise FloatingPointError(f"{name}: the objective is not finite at the start.")
 
-    n_iter = n_halvings = 0
+    n_iter = n_halvings = n_capped = 0
     converged = stalled = False
     while True:
         g, h = mo[1], mo[2]
-        q = np.maximum(1.0 + s * h, 1e-300)          # v / s, in (0, 1] when h <= 0
+        # v / s, in (0, 1] when h <= 0; floored so that W (the Newton weights) stays
+        # finite when a tilted distribution is all but a point (the step likelihood far
+        # on the wrong side): the line search keeps the iteration sound.
+        q = np.maximum(1.0 + s * h, 1e-12)
         W = -h / q
         n_negative = int(np.count_nonzero(W < 0))
-        sW = np.sqrt(np.maximum(W, 0.0))
-        B = np.eye(n) + sW[:, None] * K * sW[None, :]
-        try:
-            L = cholesky(B, lower=True, check_finite=False)
-        except (LinAlgError, ValueError):
-            raise FloatingPointError(f"{name}: the factorisation of I + sW K sW "
-                                     "failed (non-finite moments?).") from None
+        L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), name)
+        n_capped += capped
         r = residual(m, mo)
         Kg = K @ g
         if np.max(np.abs(r), initial=0.0) <= tol * (1.0 + np.max(np.abs(Kg),
@@ -333,7 +332,33 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
         raise FloatingPointError(f"{name}: the log normalisers are not finite.")
     return {"m": m, "moments": mo, "g": g, "h": h, "q": q, "sW": sW, "L": L,
             "s": s, "n_iter": n_iter, "n_halvings": n_halvings,
-            "converged": converged, "stalled": stalled, "n_negative_w": n_negative}
+            "converged": converged, "stalled": stalled, "n_negative_w": n_negative,
+            "n_capped_w": n_capped}
+
+
+#: Caps on the Newton weights W (relative to 1 / mean(diag K)) tried in turn when
+#: ``I + sW K sW`` does not factorise: huge W (tilted distributions all but points)
+#: on a numerically singular K make it indefinite in floating point.
+W_CAPS = (1e8, 1e4, 1.0)
+
+
+def _factor_weights(K, W, name):
+    """``(L, sW, capped)``: the Cholesky factor of ``I + sW K sW`` with
+    ``sW = sqrt(W)``, W capped (``W_CAPS``) if it does not factorise as it is.
+    Any W >= 0 gives a descent direction for the ensemble free energy, so a cap only
+    slows the Newton iteration down; ``capped`` says whether one was needed."""
+    n = K.shape[0]
+    scale = 1.0 / max(float(np.mean(np.diag(K))), 1e-300)
+    for cap in (None,) + W_CAPS:
+        Wc = W if cap is None else np.minimum(W, cap * scale)
+        sW = np.sqrt(Wc)
+        B = np.eye(n) + sW[:, None] * K * sW[None, :]
+        try:
+            return cholesky(B, lower=True, check_finite=False), sW, cap is not None
+        except (LinAlgError, ValueError):
+            continue
+    raise FloatingPointError(f"{name}: the factorisation of I + sW K sW failed even "
+                             "with the Newton weights capped (non-finite moments?).")
 
 
 def _dlik(likelihood, sol):
@@ -351,7 +376,8 @@ def _result(sol, likelihood, log_evidence, dK, dlik, jitter, method, extra):
     info = {"method": method, "likelihood": likelihood.name, "n_iter": sol["n_iter"],
             "converged": bool(sol["converged"]), "stalled": sol["stalled"],
             "n_halvings": sol["n_halvings"],
-            "n_negative_w": sol["n_negative_w"], "jitter": jitter,
+            "n_negative_w": sol["n_negative_w"], "n_capped_w": sol["n_capped_w"],
+            "jitter": jitter,
             "mean": sol["m"] + s * sol["g"], "var": s * sol["q"]}
     info.update(extra)
     return InferenceResult(
