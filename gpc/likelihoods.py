@@ -815,7 +815,41 @@ class Step(Likelihood):
         pass
 
 
-class Gaussian(_ScalarParameter):
+class _RegressionParameter(_ScalarParameter):
+    """Shared part of the regression likelihoods: one positive parameter, real
+    targets, an EM statistic, no class probability."""
+
+    is_classification = False
+    has_em_statistic = True
+    _range_text = "(0, inf)"
+    #: What a target is, for the message of :meth:`predict`.
+    _target_text = "a target is the latent value plus the likelihood's noise"
+
+    @staticmethod
+    def _admissible(value):
+        return 0.0 < value < np.inf
+
+    def _targets(self, y):
+        """Elementwise targets: any real numbers (NaN propagates)."""
+        return _real_targets(y)
+
+    def predict(self, m, v):
+        """Not available: this is a regression likelihood.
+
+        There is no class +1 to give a probability for; use the latent mean and
+        variance instead (e.g. ``SitePosterior.latent_mean_and_variance``).
+
+        Raises
+        ------
+        ValueError
+            Always.
+        """
+        raise ValueError(
+            f"the {self.name!r} likelihood is a regression likelihood: p(y = +1) is not "
+            f"defined.  Use the latent mean and variance instead ({self._target_text}).")
+
+
+class Gaussian(_RegressionParameter):
     """Gaussian (regression) likelihood p(y | f) = N(y; f, s2), y real.
 
     Not a classification likelihood: targets are real numbers and there is no
@@ -860,88 +894,35 @@ class Gaussian(_ScalarParameter):
     code = LIK_GAUSSIAN
     name = "gaussian"
     has_derivatives = True
-    is_classification = False
-    has_em_statistic = True
     param_names = ("noise_variance",)
     _param = "noise_variance"
-    _range_text = "(0, inf)"
-
-    @staticmethod
-    def _admissible(value):
-        return 0.0 < value < np.inf
+    _target_text = ("the predictive distribution of a target is "
+                    "N(mean, var + noise_variance)")
 
     def __init__(self, noise_variance=1.0, noise_variance_bounds=(1e-6, 1e6)):
         self.noise_variance = noise_variance
         self.noise_variance_bounds = noise_variance_bounds
         self._validate()
 
-    def _targets(self, y):
-        """Elementwise targets: any real numbers (NaN propagates)."""
-        return _real_targets(y)
-
     def _em_parameter(self, mean_stat):
         return mean_stat
 
-    def predict(self, m, v):
-        """Not available: the Gaussian is a regression likelihood.
 
-        There is no class +1 to give a probability for.  Use the latent mean and
-        variance instead (e.g. ``SitePosterior.latent_mean_and_variance``); the
-        predictive distribution of a new target is ``N(mean, var + noise_variance)``.
-
-        Raises
-        ------
-        ValueError
-            Always.
-        """
-        raise ValueError(
-            "the 'gaussian' likelihood is a regression likelihood: p(y = +1) is not "
-            "defined.  Use the latent mean and variance instead (the predictive "
-            "distribution of a target is N(mean, var + noise_variance)).")
-
-
-class _RateLikelihood(_ScalarParameter):
+class _RateLikelihood(_RegressionParameter):
     """Shared part of the exponential-noise regression likelihoods: the rate
-    parameter ``rate`` > 0 with its bounds, real targets, no class probability."""
+    parameter ``rate`` > 0 with its bounds."""
 
     has_derivatives = False
-    is_classification = False
-    has_em_statistic = True
     param_names = ("rate",)
     _param = "rate"
-    _range_text = "(0, inf)"
-
-    @staticmethod
-    def _admissible(value):
-        return 0.0 < value < np.inf
 
     def __init__(self, rate=1.0, rate_bounds=(1e-3, 1e3)):
         self.rate = rate
         self.rate_bounds = rate_bounds
         self._validate()
 
-    def _targets(self, y):
-        """Elementwise targets: any real numbers (NaN propagates)."""
-        return _real_targets(y)
-
     def _em_parameter(self, mean_stat):
         return np.inf if mean_stat <= 0.0 else 1.0 / mean_stat
-
-    def predict(self, m, v):
-        """Not available: this is a regression likelihood.
-
-        There is no class +1 to give a probability for; use the latent mean and
-        variance instead (e.g. ``SitePosterior.latent_mean_and_variance``).
-
-        Raises
-        ------
-        ValueError
-            Always.
-        """
-        raise ValueError(
-            f"the {self.name!r} likelihood is a regression likelihood: p(y = +1) is not "
-            "defined.  Use the latent mean and variance instead (a target is the "
-            "latent value plus the likelihood's noise).")
 
 
 class Laplace(_RateLikelihood):

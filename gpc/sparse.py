@@ -261,9 +261,9 @@ def _site_posterior(kernel, X, state, tau, nu, chunk_size):
         eta += Kbx @ nu[sl]
     try:
         LA = cholesky(K + M, lower=True, check_finite=False)
-        LK = cholesky(K, lower=True, check_finite=False)
     except (LinAlgError, ValueError):
         return None
+    LK = np.tril(state.L[:d, :d])                    # the kept factor of K_BV
     return K, LK, LA, cho_solve((LA, True), eta, check_finite=False), eta
 
 
