@@ -667,6 +667,9 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         Examples per block of kernel evaluations.
     verbose : int, default=0
         Progress of the passes, sweeps and EM iterations when > 0.
+    n_jobs : int, default=None
+        Parallel jobs (joblib) for the one-vs-rest classes of a multi-class
+        problem; None means 1 unless in a ``joblib.parallel_config`` context.
 
     Attributes
     ----------
@@ -707,6 +710,16 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     _classification = True
     _default_likelihood = "probit"
 
+    def __init__(self, kernel=None, *, likelihood=None, max_basis=100,
+                 novelty_tol=1e-4, n_sweeps=1, damping=1.0, tol=1e-6,
+                 optimizer="fmin_l_bfgs_b", n_em=10, chunk_size=512, verbose=0,
+                 n_jobs=None):
+        super().__init__(kernel, likelihood=likelihood, max_basis=max_basis,
+                         novelty_tol=novelty_tol, n_sweeps=n_sweeps, damping=damping,
+                         tol=tol, optimizer=optimizer, n_em=n_em,
+                         chunk_size=chunk_size, verbose=verbose)
+        self.n_jobs = n_jobs
+
     def _binary_or_ovr(self, classes):
         """Fit as it is (two classes) or through one-vs-rest (more)."""
         if classes.size < 2:
@@ -716,7 +729,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
             return None
         from sklearn.multiclass import OneVsRestClassifier
 
-        return OneVsRestClassifier(clone(self))
+        return OneVsRestClassifier(clone(self), n_jobs=self.n_jobs)
 
     def _set_multiclass(self, ovr, classes):
         """Keep only the one-vs-rest wrapper's state (binary attributes dropped)."""

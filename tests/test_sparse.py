@@ -164,6 +164,10 @@ def test_classifier_fit_partial_fit_and_ovr():
     p = multi.predict_proba(X)
     assert p.shape == (300, 3) and np.allclose(p.sum(1), 1)
     assert multi.score(X, y3) > 0.8
+    # The classes in two joblib workers: the same fit.
+    parallel = gpc.SparseGPClassifier(RBF(1.0), max_basis=30, optimizer=None,
+                                      n_jobs=2).fit(X, y3)
+    np.testing.assert_array_equal(parallel.predict_proba(X), p)
 
 
 def test_ep_sweeps_and_em_raise_the_evidence():

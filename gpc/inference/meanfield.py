@@ -159,7 +159,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
 
     sol = _solve(Kj, y, likelihood, s, free_energy, init, tol, max_iter,
                  "mean field")
-    g, h, q = sol["g"], sol["h"], sol["q"]
+    g, q = sol["g"], sol["q"]
     log_evidence = -free_energy(sol["m"], sol["moments"])
     dK = dlik = None
     if compute_gradient:

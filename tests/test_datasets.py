@@ -1,0 +1,65 @@
+"""The bundled data sets: every loader against the provenance README's summary."""
+
+import re
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from gpc import datasets
+
+
+def _summary():
+    """{file stem: (rows, inputs, positives)} from data/README.md's summary table,
+    the figures recorded when the files were built and cross-checked."""
+    text = resources.files(datasets).joinpath("data", "README.md").read_text("utf-8")
+    rows = {}
+    for m in re.finditer(r"^\| (\w+)\.csv \| (\d+) \| \d+ \| (\d+) \| [^|]* \| (\d+) ",
+                         text, re.M):
+        rows[m.group(1)] = tuple(int(m.group(i)) for i in (2, 3, 4))
+    return rows
+
+
+SUMMARY = _summary()
+LOADERS = {"crabs": "load_crabs", "sonar": "load_sonar",
+           "ionosphere": "load_ionosphere", "breast_cancer": "load_breast_cancer",
+           "glass": "load_glass", "thyroid": "load_thyroid", "housing": "load_housing"}
+
+
+def test_summary_covers_every_file():
+    assert set(SUMMARY) == set(datasets.available_datasets())
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_named_loader_matches_the_provenance_summary(name):
+    X, y = getattr(datasets, LOADERS[name])()
+    rows, inputs, positives = SUMMARY[name]
+    assert X.shape == (rows, inputs) and X.dtype == np.float64
+    assert set(np.unique(y)) == {0, 1} and int(y.sum()) == positives
+    assert np.isfinite(X).all()
+    X2, y2 = datasets.load_dataset(name)
+    np.testing.assert_array_equal(X, X2)
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_pima_split():
+    X, y, Xt, yt = datasets.load_pima()
+    assert (X.shape[0], X.shape[1], int(y.sum())) == SUMMARY["pima_train"]
+    assert (Xt.shape[0], Xt.shape[1], int(yt.sum())) == SUMMARY["pima_test"]
+
+
+def test_friedman1_is_scikit_learns():
+    from sklearn.datasets import make_friedman1
+
+    X, y = datasets.load_friedman1(50, noise=0.0, random_state=3)
+    X2, y2 = make_friedman1(50, noise=0.0, random_state=3)
+    np.testing.assert_array_equal(X, X2)
+    # The noise-free target is Friedman's function of the first five inputs.
+    f = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2
+         + 10 * X[:, 3] + 5 * X[:, 4])
+    np.testing.assert_allclose(y, f, rtol=1e-12)
+
+
+def test_unknown_name():
+    with pytest.raises(ValueError, match="Unknown data set"):
+        datasets.load_dataset("usps")
