@@ -11,6 +11,8 @@ from scipy.linalg import lapack
 
 import gpc
 
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
 
 def make_data(n, d=8, seed=0):
     """A smooth nonlinear d-D problem with label noise (labels 0/1)."""
@@ -76,9 +78,10 @@ def publish(text, path=None):
             fh.write(text)
 
 
-def standalone(doc, add_arguments, run, argv=None, repeat=3):
-    """``main`` of a benchmark suite run by itself: its options plus ``--repeat`` and
-    ``--write``, the report printed (and written)."""
+def standalone(doc, add_arguments, run, argv=None, repeat=3, quick=None):
+    """``main`` of a benchmark suite run by itself: its options plus ``--repeat``,
+    ``--quick`` (the suite's ``quick`` option values, e.g. smaller sizes, unless
+    given) and ``--write``, the report printed (and written)."""
     import argparse
     import sys
 
@@ -86,6 +89,106 @@ def standalone(doc, add_arguments, run, argv=None, repeat=3):
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=repeat)
     ap.add_argument("--write", help="write the Markdown report to this file")
+    ap.add_argument("--quick", action="store_true", help="the quick mode's sizes")
     add_arguments(ap)
     args = ap.parse_args(argv[1:])
+    if args.quick and quick:
+        ap.set_defaults(**quick)
+        args = ap.parse_args(argv[1:])
     publish(run(args), args.write)
+
+
+def add_paper_arguments(ap, quick_help):
+    """The options every paper-reproduction script shares: ``--quick`` (a run of a
+    few minutes at most), ``--out`` (the folder for its PNG figures; default
+    ``bench/results``), ``--jobs`` (joblib workers for independent tasks such as
+    cross-validation folds) and ``--write`` (the Markdown report's file)."""
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    ap.add_argument("--out", default=RESULTS,
+                    help="folder for the figures (default: bench/results)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="joblib workers for independent tasks (default: all cores)")
+    ap.add_argument("--write", help="write the Markdown report to this file")
+
+
+def figure_ref(png):
+    """How a report names a figure: its path relative to the ``bench`` folder."""
+    return os.path.relpath(os.path.abspath(png), os.path.dirname(RESULTS))
+
+
+def run_tasks(fn, tasks, jobs=1, describe=None, backend=None, checkpoint=None):
+    """``[fn(t) for t in tasks]`` through joblib, with progress output.
+
+    With ``jobs > 1`` the tasks run in ``jobs`` joblib workers (the default loky
+    processes, or any backend registered with joblib, e.g. Dask's or Ray's, through
+    ``backend`` or ``joblib.parallel_config``), each limited to one BLAS thread by
+    threadpoolctl so that workers and BLAS threads do not oversubscribe the cores;
+    with ``jobs == 1`` they run here with the BLAS threads as they are.
+    ``describe(result)`` gives the progress line of a finished task.
+
+    ``checkpoint``: a JSON-lines file to which every finished task's result is
+    appended as it arrives (results must be JSON-serialisable); tasks already
+    there (same ``repr``) are not run again, so an interrupted long run resumes
+    where it stopped.  Delete the file to start afresh.
+    """
+    import json
+
+    from joblib import Parallel, delayed
+
+    done = {}
+    if checkpoint and os.path.exists(checkpoint):
+        with open(checkpoint) as fh:
+            for line in fh:
+                if line.strip():
+                    rec = json.loads(line)
+                    done[rec["task"]] = rec["result"]
+    todo = [t for t in tasks if repr(t) not in done]
+    if done:
+        print(f"  {len(tasks) - len(todo)} of {len(tasks)} tasks taken from "
+              f"{checkpoint}", flush=True)
+    t0 = time.perf_counter()
+    if jobs == 1:
+        results = (fn(t) for t in todo)
+    else:
+        results = Parallel(n_jobs=jobs, backend=backend, return_as="generator")(
+            delayed(_one_blas_thread)(fn, t) for t in todo)
+    for i, (task, r) in enumerate(zip(todo, results)):
+        done[repr(task)] = r
+        if checkpoint:
+            os.makedirs(os.path.dirname(os.path.abspath(checkpoint)), exist_ok=True)
+            with open(checkpoint, "a") as fh:
+                fh.write(json.dumps({"task": repr(task), "result": r}) + "\n")
+        what = describe(r) if describe is not None else ""
+        print(f"  [{i + 1}/{len(todo)} {time.perf_counter() - t0:.0f}s] {what}",
+              flush=True)
+    return [done[repr(t)] for t in tasks]
+
+
+def _one_blas_thread(fn, task):
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        return fn(task)
+
+
+def standardise(X_train, X_test):
+    """Inputs scaled by the training set's mean and standard deviation (constant
+    columns left unscaled)."""
+    mean, sd = X_train.mean(0), X_train.std(0)
+    sd = np.where(sd == 0, 1.0, sd)
+    return (X_train - mean) / sd, (X_test - mean) / sd
+
+
+def footer(argv, t0, jobs=None):
+    """The report's last lines: the date, the command, the machine and BLAS, the run
+    time."""
+    import sys
+
+    import datetime
+
+    argv = sys.argv if argv is None else argv
+    script = "bench/" + os.path.basename(argv[0]) if argv else "?"
+    par = f" {jobs} joblib worker(s), 1 BLAS thread each;" if jobs and jobs > 1 else ""
+    return ["", f"{datetime.date.today().isoformat()}. Command: "
+            f"`python {' '.join([script] + list(argv[1:]))}`  ",
+            machine_line() + f"{par} {time.perf_counter() - t0:.0f} s in all.", ""]

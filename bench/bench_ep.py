@@ -224,6 +224,10 @@ def report(evals, fits, n_train, n_test, gpy_rows=()):
     return "\n".join(lines) + "\n"
 
 
+# The sizes of the quick mode (``--quick``: the main job's smoke run).
+QUICK = {"ep_sizes": [500, 1000], "ep_gpy_sizes": [500], "ep_fit": [300, 300]}
+
+
 def add_arguments(ap):
     ap.add_argument("--ep-sizes", type=int, nargs="+", default=[500, 1000, 2000])
     ap.add_argument("--ep-gpy-sizes", type=int, nargs="*", default=[500, 1000])

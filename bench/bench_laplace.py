@@ -99,6 +99,10 @@ def report(fixed, opt):
     return "\n".join(lines) + "\n"
 
 
+# The sizes of the quick mode (``--quick``: the main job's smoke run).
+QUICK = {"laplace_sizes": [500, 1000], "laplace_opt_n": 300}
+
+
 def add_arguments(ap):
     ap.add_argument("--laplace-sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000])
     ap.add_argument("--laplace-opt-n", type=int, default=1000, help="0 skips it")

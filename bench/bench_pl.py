@@ -84,6 +84,10 @@ def report(speed):
     return "\n".join(lines) + "\n"
 
 
+# The sizes of the quick mode (``--quick``: the main job's smoke run).
+QUICK = {"pl_sizes": [1000]}
+
+
 def add_arguments(ap):
     ap.add_argument("--pl-sizes", type=int, nargs="+", default=[1000, 2000])
 

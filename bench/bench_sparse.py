@@ -61,6 +61,10 @@ def report(rows, max_basis):
     return "\n".join(lines) + "\n"
 
 
+# The sizes of the quick mode (``--quick``: the main job's smoke run).
+QUICK = {"sparse_sizes": [10_000]}
+
+
 def add_arguments(ap):
     ap.add_argument("--sparse-sizes", type=int, nargs="+",
                     default=[10 ** 4, 10 ** 5, 10 ** 6])
@@ -79,7 +83,7 @@ def run(args):
 
 
 def main(argv=None):
-    standalone(__doc__, add_arguments, run, argv)
+    standalone(__doc__, add_arguments, run, argv, quick=QUICK)
 
 
 if __name__ == "__main__":

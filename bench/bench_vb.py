@@ -56,6 +56,10 @@ def report(rows, repeat):
     return "\n".join(lines) + "\n"
 
 
+# The sizes of the quick mode (``--quick``: the main job's smoke run).
+QUICK = {"vb_sizes": [500]}
+
+
 def add_arguments(ap):
     ap.add_argument("--vb-sizes", type=int, nargs="+", default=[1000])
 
@@ -66,7 +70,7 @@ def run(args):
 
 
 def main(argv=None):
-    standalone(__doc__, add_arguments, run, argv, repeat=1)
+    standalone(__doc__, add_arguments, run, argv, repeat=1, quick=QUICK)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ the training statistics; the training set presented once in a random order, then
 twice more in the same order (the paper's reuse heuristic).  Training and test
 errors after every example, averaged over ``--splits`` random splits (the first
 split's curves are also drawn); the figure goes to
-``bench/results/meanfield_fig2.png``.
+``meanfield_fig2.png`` in ``--out`` (default ``bench/results``).
 
 Usage::
 
@@ -38,7 +38,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import machine_line, publish
+from _common import add_paper_arguments, figure_ref, footer, publish
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -57,6 +57,10 @@ PAPER_TABLE1 = {
     ("naive_mean_field", "mean_field"): (62, 107.0),
     ("naive_mean_field", "naive_mean_field"): (62, 110.9),
 }
+
+
+# The full report's file in bench/results (run_all.py writes it there).
+REPORT = "meanfield_paper.md"
 
 
 def pima():
@@ -256,29 +260,33 @@ def fig2(n_splits, png, verbose=True):
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
-    return lines + ["", f"Figure: `{os.path.relpath(png, os.path.dirname(__file__))}`"]
+    return lines + ["", f"Figure: `{figure_ref(png)}`"]
 
 
-def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", help="write the Markdown report to this file")
+def add_arguments(ap):
+    add_paper_arguments(ap, "2 splits for Fig. 2")
     ap.add_argument("--splits", type=int, default=20,
                     help="random splits averaged in Fig. 2 (default 20)")
-    ap.add_argument("--quick", action="store_true", help="2 splits for Fig. 2")
-    ap.add_argument("--png", default=os.path.join(os.path.dirname(__file__), "results",
-                                                  "meanfield_fig2.png"))
-    args = ap.parse_args(argv[1:])
-    os.makedirs(os.path.dirname(args.png), exist_ok=True)
+
+
+def run(args, argv=None):
+    """The Markdown report: Table 1 and Fig. 2 (the figure written to ``args.out``)."""
+    png = os.path.join(args.out, "meanfield_fig2.png")
+    os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        lines = ["# Mean-field paper (Csató et al. 2000): reproduction", "",
-                 f"Command: `python {' '.join(argv)}`  ", machine_line(), ""]
+        lines = ["# Mean-field paper (Csató et al. 2000): reproduction", ""]
         lines += table1()
-        lines += [""] + fig2(2 if args.quick else args.splits, args.png)
-    lines += ["", f"Total time {time.perf_counter() - t0:.0f} s."]
-    publish("\n".join(lines) + "\n", args.write)
+        lines += [""] + fig2(2 if args.quick else args.splits, png)
+    return "\n".join(lines + footer(argv, t0))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
+    publish(run(args, argv), args.write)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import machine_line, publish
+from _common import add_paper_arguments, figure_ref, footer, publish
 from sklearn.datasets import make_friedman1
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -52,7 +52,10 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 import gpc
 from gpc.datasets import load_dataset
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# The full report's file in bench/results (run_all.py writes it there).
+REPORT = "sparse_paper.md"
 
 
 def _plt():
@@ -131,7 +134,7 @@ def fig1(n_splits, sizes, png, verbose=True):
     for j, d in enumerate(sizes):
         lines.append(f"| {d} | {sparse[:, j].mean():.2f} ({sparse[:, j].std():.2f}) | "
                      f"{partial[:, j].mean():.2f} ({partial[:, j].std():.2f}) |")
-    return lines + ["", f"Figure: `{os.path.relpath(png, HERE)}`"]
+    return lines + ["", f"Figure: `{figure_ref(png)}`"]
 
 
 # -- Fig. 2 -------------------------------------------------------------------------
@@ -192,7 +195,7 @@ def fig2(n_seeds, png, verbose=True):
         lines.append(f"| {name} | {r.mean():.3f} | {r.std():.3f} | {b.mean():.3f} | "
                      f"{b.std():.3f} |")
     return lines + ["", "For reference, Exp(2) noise has mean 0.5 and median "
-                    f"{np.log(2) / 2:.3f}.", "", f"Figure: `{os.path.relpath(png, HERE)}`"]
+                    f"{np.log(2) / 2:.3f}.", "", f"Figure: `{figure_ref(png)}`"]
 
 
 # -- Fig. 5 -------------------------------------------------------------------------
@@ -258,25 +261,24 @@ def fig5(n_splits, n_em, png, verbose=True):
                      f"{np.array2string(log_w[:, it].mean(0), precision=2)} |")
     lines += ["", f"Inputs by final log weight: {[int(i) + 1 for i in order]} (1 = "
               "species, 2-6 = "
-              "FL, RW, CL, CW, BD).", "", f"Figure: `{os.path.relpath(png, HERE)}`"]
+              "FL, RW, CL, CW, BD).", "", f"Figure: `{figure_ref(png)}`"]
     return lines
 
 
-def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", help="write the Markdown report to this file")
-    ap.add_argument("--quick", action="store_true")
+def add_arguments(ap):
+    add_paper_arguments(ap, "2 splits, 4 BV-set sizes, 3 seeds, 5 EM steps")
     ap.add_argument("--splits", type=int, default=10)
     ap.add_argument("--em", type=int, default=20)
     ap.add_argument("--seeds", type=int, default=20)
-    args = ap.parse_args(argv[1:])
-    out = os.path.join(HERE, "results")
+
+
+def run(args, argv=None):
+    """The Markdown report: Figs. 1, 2 and 5 (written to ``args.out``)."""
+    out = args.out
     os.makedirs(out, exist_ok=True)
     splits = 2 if args.quick else args.splits
     t0 = time.perf_counter()
-    lines = ["# Sparse GP paper (Csató & Opper): reproduction", "",
-             f"Command: `python {' '.join(argv)}`  ", machine_line(), ""]
+    lines = ["# Sparse GP paper (Csató & Opper): reproduction", ""]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         sizes = [10, 25, 50, 75, 100, 125, 150, 200, 250, 300]
@@ -286,8 +288,14 @@ def main(argv=None):
                       os.path.join(out, "sparse_fig2.png")) + [""]
         lines += fig5(splits, 5 if args.quick else args.em,
                       os.path.join(out, "sparse_fig5.png"))
-    lines += ["", f"Total time {time.perf_counter() - t0:.0f} s."]
-    publish("\n".join(lines) + "\n", args.write)
+    return "\n".join(lines + footer(argv, t0))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
+    publish(run(args, argv), args.write)
 
 
 if __name__ == "__main__":

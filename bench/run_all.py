@@ -1,44 +1,117 @@
-"""Run gpc's benchmarks and (with --write) refresh bench/RESULTS.md.
+"""Run gpc's benchmark suite: the speed benchmarks and the papers' reproductions.
 
 Usage::
 
-    python bench/run_all.py --write bench/RESULTS.md
-    python bench/run_all.py --only ep --ep-sizes 500       # a quick subset
+    python bench/run_all.py --quick                    # the main job: every suite's
+                                                       # quick mode, a few minutes
+    python bench/run_all.py --write bench/RESULTS.md   # full mode (hours)
+    python bench/run_all.py --only ep paper_vb         # a subset, full mode
 
-Every figure is a ratio measured in the same run (gpc vs scikit-learn, gpc vs one
-LAPACK Cholesky of the same size); run it on an otherwise idle machine.
+Speed suites (``bench_*.py``) measure ratios in one run (gpc vs scikit-learn, gpc vs
+one LAPACK Cholesky of the same size): run them on an otherwise idle machine.  Paper
+suites (``paper_*.py``) reproduce the papers' tables and figures; their
+independent tasks (cross-validation folds, settings) run in ``--jobs`` joblib
+workers with one BLAS thread each.
+
+The quick mode writes its report and figures to ``bench/results/quick/`` and prints
+the report's path.  The full mode writes the figures to ``bench/results/`` and the
+report to ``--write``; a paper suite left out with ``--only`` is represented by its
+latest full report (the suite's ``REPORT`` file in ``bench/results/``, written
+whenever the full mode runs it), so that ``bench/RESULTS.md`` always holds every table.
 """
 
 import argparse
+import datetime
+import os
 import sys
+import time
 
 import bench_adf
 import bench_ep
 import bench_laplace
 import bench_pl
 import bench_sparse
+import bench_speed
 import bench_vb
-from _common import machine_line, publish
+import paper_evidence
+import paper_meanfield
+import paper_pl
+import paper_sparse
+import paper_vb
+from _common import RESULTS, machine_line, publish
 
-SUITES = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
-          "sparse": bench_sparse, "vb": bench_vb}
+SPEED = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
+         "sparse": bench_sparse, "vb": bench_vb, "speed": bench_speed}
+PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
+          "paper_vb": paper_vb, "paper_sparse": paper_sparse,
+          "paper_evidence": paper_evidence}
+ORDER = list(SPEED) + list(PAPERS)
+
+
+def _paper_report(name, module, quick, out, jobs):
+    """Run a paper suite in this process with its own options; its Markdown."""
+    ap = argparse.ArgumentParser()
+    module.add_arguments(ap)
+    argv = ["--out", out, "--jobs", str(jobs)] + (["--quick"] if quick else [])
+    args = ap.parse_args(argv)
+    return module.run(args, [f"bench/{name}.py"] + argv)
+
+
+def _demote(markdown):
+    """Headings one level down, so that a suite's report nests in the whole."""
+    return "\n".join("#" + line if line.startswith("#") else line
+                     for line in markdown.splitlines())
 
 
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=sorted(SUITES), nargs="+", default=sorted(SUITES))
+    ap.add_argument("--only", choices=ORDER, nargs="+", default=ORDER)
+    ap.add_argument("--quick", action="store_true",
+                    help="every suite's quick mode; report in bench/results/quick/")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--write", help="write the Markdown report to this file")
-    for suite in SUITES.values():
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="joblib workers of the paper suites (default: all cores)")
+    ap.add_argument("--write", help="write the Markdown report to this file (default "
+                    "with --quick: bench/results/quick/REPORT.md)")
+    for suite in SPEED.values():
         suite.add_arguments(ap)
     args = ap.parse_args(argv[1:])
+    if args.quick:
+        for suite in SPEED.values():
+            ap.set_defaults(**getattr(suite, "QUICK", {}))
+        ap.set_defaults(repeat=2)
+        args = ap.parse_args(argv[1:])
+    out = os.path.join(RESULTS, "quick") if args.quick else RESULTS
+    write = args.write or (os.path.join(out, "REPORT.md") if args.quick else None)
+    args.out = out
+    t0 = time.perf_counter()
+    mode = "quick mode (smaller sizes, fewer folds and samples)" if args.quick \
+        else "full mode"
     sections = ["# Benchmark results", "",
-                f"Command: `python {' '.join(argv)}`  ", machine_line(), ""]
-    for name in ["laplace", "ep", "pl", "adf", "sparse", "vb"]:
-        if name in args.only:
-            sections.append(SUITES[name].run(args))
-    publish("\n".join(sections), args.write)
+                f"{datetime.date.today().isoformat()}, {mode}. Command: "
+                f"`python bench/run_all.py {' '.join(argv[1:])}`  ", machine_line(), ""]
+    for name in ORDER:
+        if name in SPEED and name in args.only:
+            print(f"== {name}", flush=True)
+            sections.append(SPEED[name].run(args))
+        elif name in PAPERS:
+            saved = os.path.join(RESULTS, PAPERS[name].REPORT)
+            if name in args.only:
+                print(f"== {name}", flush=True)
+                text = _paper_report(name, PAPERS[name], args.quick, out, args.jobs)
+                if not args.quick:
+                    publish(text, saved)
+            elif not args.quick and os.path.exists(saved):
+                with open(saved) as fh:
+                    text = fh.read()
+            else:
+                continue
+            sections.append(_demote(text))
+    sections += ["", f"All suites of this run: {time.perf_counter() - t0:.0f} s.", ""]
+    publish("\n".join(sections), write)
+    if write:
+        print(f"\nReport: {os.path.relpath(write)} (figures in {os.path.relpath(out)}/)")
 
 
 if __name__ == "__main__":
