@@ -192,3 +192,15 @@ def footer(argv, t0, jobs=None):
     return ["", f"{datetime.date.today().isoformat()}. Command: "
             f"`python {' '.join([script] + list(argv[1:]))}`  ",
             machine_line() + f"{par} {time.perf_counter() - t0:.0f} s in all.", ""]
+
+
+def paper_main(doc, add_arguments, run, argv=None):
+    """``main`` of a paper suite: parse its options, print (and ``--write``) the
+    report that ``run(args, argv)`` returns."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_arguments(ap)
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
+    publish(run(args, argv), args.write)

@@ -57,15 +57,13 @@ probit, 256 AIS chains x 1000 temperatures and 32 slice sampling chains x 1100 s
 the full mode (9 tasks, about 15-20 minutes on 2 cores) everything above.
 """
 
-import argparse
 import os
-import sys
 import time
 import warnings
 
 import numpy as np
-from _common import add_paper_arguments, figure_ref, footer, publish, run_tasks, \
-    standardise
+from _common import (add_paper_arguments, figure_ref, footer, paper_main, run_tasks,
+                     standardise)
 
 DATASETS = ["ionosphere", "sonar"]
 LIKELIHOODS = ["probit", "logit"]
@@ -461,10 +459,7 @@ def run(args, argv=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
-    publish(run(args, argv), args.write)
+    paper_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

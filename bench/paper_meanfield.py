@@ -31,14 +31,12 @@ Usage::
     python bench/paper_meanfield.py --quick        # 2 splits for Fig. 2
 """
 
-import argparse
 import os
-import sys
 import time
 import warnings
 
 import numpy as np
-from _common import add_paper_arguments, figure_ref, footer, publish
+from _common import add_paper_arguments, figure_ref, footer, paper_main
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -283,10 +281,7 @@ def run(args, argv=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
-    publish(run(args, argv), args.write)
+    paper_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

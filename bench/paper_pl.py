@@ -35,14 +35,12 @@ Folds run in ``--jobs`` joblib workers with one BLAS thread each.  The figure
 (ours against the paper's, every cell) goes to ``--out``/pl_table1.png.
 """
 
-import argparse
 import os
-import sys
 import time
 import warnings
 
 import numpy as np
-from _common import add_paper_arguments, footer, publish, run_tasks, standardise
+from _common import add_paper_arguments, footer, paper_main, run_tasks, standardise
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
@@ -415,10 +413,7 @@ def run(args, argv=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
-    publish(run(args, argv), args.write)
+    paper_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -35,14 +35,12 @@ Usage::
     python bench/paper_sparse.py --quick
 """
 
-import argparse
 import os
-import sys
 import time
 import warnings
 
 import numpy as np
-from _common import add_paper_arguments, figure_ref, footer, publish
+from _common import add_paper_arguments, figure_ref, footer, paper_main
 from sklearn.datasets import make_friedman1
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -292,10 +290,7 @@ def run(args, argv=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
-    publish(run(args, argv), args.write)
+    paper_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -23,14 +23,12 @@ Usage::
     python bench/paper_vb.py --write bench/results/vb_paper.md
 """
 
-import argparse
 import os
-import sys
 import time
 import warnings
 
 import numpy as np
-from _common import add_paper_arguments, figure_ref, footer, publish
+from _common import add_paper_arguments, figure_ref, footer, paper_main
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -206,10 +204,7 @@ def run(args, argv=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv[1:])
-    publish(run(args, argv), args.write)
+    paper_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":
