@@ -33,14 +33,20 @@ def settle():
     time.sleep(0.3)
 
 
-def best_of(fn, repeat):
-    """(best wall time, last result) of ``repeat`` calls, each after :func:`settle`."""
+def best_of(fn, repeat, stop_after=None):
+    """(best wall time, last result) of ``repeat`` calls, each after :func:`settle`
+    (the previous result freed first); with ``stop_after`` (seconds), no further
+    calls once one took longer."""
     best, out = np.inf, None
-    for _ in range(repeat):
+    for _ in range(max(1, repeat)):
+        out = None
         settle()
         t0 = time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        best = min(best, elapsed)
+        if stop_after is not None and elapsed > stop_after:
+            break
     return best, out
 
 

@@ -43,7 +43,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import cholesky_time, machine_line, make_data, settle, standalone
+from _common import best_of, cholesky_time, machine_line, make_data, standalone
 from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -113,19 +113,8 @@ def _quiet(fn):
 def timed(fn, n, repeat):
     """(best wall time, last result) of ``fn()``: best of ``repeat`` runs for
     n <= REPEAT_MAX_N, one run otherwise, no further runs once one took over
-    LONG_CALL seconds; each run after :func:`_common.settle`."""
-    reps = max(1, repeat) if n <= REPEAT_MAX_N else 1
-    best, out = np.inf, None
-    for _ in range(reps):
-        out = None                      # free the previous result before the next run
-        settle()
-        t0 = time.perf_counter()
-        out = fn()
-        t = time.perf_counter() - t0
-        best = min(best, t)
-        if t > LONG_CALL:
-            break
-    return best, out
+    LONG_CALL seconds (:func:`_common.best_of`)."""
+    return best_of(fn, repeat if n <= REPEAT_MAX_N else 1, stop_after=LONG_CALL)
 
 
 def _latent(clf, X):
