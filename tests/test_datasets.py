@@ -63,3 +63,18 @@ def test_friedman1_is_scikit_learns():
 def test_unknown_name():
     with pytest.raises(ValueError, match="Unknown data set"):
         datasets.load_dataset("usps")
+
+
+def test_housing_threshold():
+    # The data README: the median split has 250 positives (medv == 21.2 counts as
+    # negative) and medv > 25 has 124.
+    X, y = datasets.load_housing()
+    X21, y21 = datasets.load_housing(threshold=21.2)
+    np.testing.assert_array_equal(X21, X)
+    np.testing.assert_array_equal(y21, y)
+    assert int(datasets.load_housing(threshold=25)[1].sum()) == 124
+    # Monotone in the threshold.
+    counts = [int(datasets.load_housing(threshold=t)[1].sum()) for t in (10, 20, 30, 40)]
+    assert counts == sorted(counts, reverse=True)
+    with pytest.raises(ValueError, match="finite"):
+        datasets.load_housing(threshold=np.nan)
