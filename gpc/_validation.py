@@ -1,5 +1,7 @@
 """Input checks shared by the K-level API and the estimators."""
 
+import os
+
 import numpy as np
 
 from ._checks import symmetry_check
@@ -41,3 +43,50 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
         return K.T
     return np.asfortranarray(K)
 
+
+
+# n x n float64 arrays a full (O(n^2)) fit holds at once at the least: K, a
+# factorisation of B = I + sW K sW, and B^{-1} (or the posterior covariance).
+FULL_FIT_ARRAYS = 3
+
+
+def available_memory():
+    """Bytes of memory available to a new allocation without swapping (Linux's
+    MemAvailable, else the free physical pages), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _bytes(n):
+    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1024 or unit == "PB":
+            return f"{n:.1f} {unit}" if unit != "bytes" else f"{n:.0f} bytes"
+        n /= 1024
+
+
+def check_full_fit_memory(n, who, arrays=FULL_FIT_ARRAYS):
+    """Fail fast, before any n x n allocation, when ``arrays`` n x n float64
+    matrices would not fit in the available memory.
+
+    Raises
+    ------
+    MemoryError
+        With the size needed and the sparse alternative.
+    """
+    need = arrays * 8.0 * float(n) * float(n)
+    have = available_memory()
+    if have is not None and need > have:
+        raise MemoryError(
+            f"{who} with n = {n} training points needs at least {arrays} n x n "
+            f"float64 matrices ({_bytes(need)}), but only {_bytes(have)} of memory is "
+            "available. Use gpc.SparseGPClassifier (memory O(n m) for m basis "
+            "vectors) for data this large, or fit on a subsample.")

@@ -1,5 +1,7 @@
 """scikit-learn compatible Gaussian process classifiers."""
 
+import copy
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel
@@ -9,7 +11,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import NotPositiveDefiniteError
+from ._validation import NotPositiveDefiniteError, check_full_fit_memory
 from .inference import get_method
 from .inference._base import psd_jitter
 from .kernels import as_kernel, is_psd_by_construction
@@ -103,6 +105,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if classes.size == 1:
             raise ValueError(f"{type(self).__name__} requires 2 classes; got 1 class.")
         y_pm = 2.0 * y01 - 1.0
+        check_full_fit_memory(len(y01), f"GaussianProcessClassifier(method="
+                                        f"{self.method!r})")
         X_train = np.copy(X) if self.copy_X_train else X
         key = data_fingerprint(X_train, y01)
         state = None
@@ -194,6 +198,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             resume = self._warm_state[1]
         else:
             X_train, y01, resume = X_new, np.searchsorted(classes, y), None
+        check_full_fit_memory(len(y01), f"GaussianProcessClassifier(method="
+                                        f"{self.method!r})")
         K = np.asfortranarray(kernel(X_train), dtype=np.float64)
         options = dict(self._inference_options(), n_sweeps=1, resume=resume)
         result = fn(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
@@ -483,8 +489,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Only available with ``method="adf"``.  Each call presents the new examples
         once, after those seen before, with the kernel's hyperparameters kept; the data given in several calls give the
         model of one ``fit`` on all of it (with the default ``n_sweeps=1``).
-        Nothing on the estimator changes unless the call succeeds (for more than
-        two classes, per binary problem).
+        Nothing on the estimator changes unless the call succeeds.
 
         Parameters
         ----------
@@ -537,6 +542,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                     raise ValueError(f"classes {np.unique(classes)} differ from those "
                                      f"of the first call, {all_classes}.")
                 base = self.base_estimator_
+                if all_classes.size > 2:
+                    # The wrapper updates its binary problems one after another: work
+                    # on a copy, so that a failure leaves none of them changed.
+                    base = copy.deepcopy(base)
             base.partial_fit(X_, y_, classes=all_classes)
             return base, all_classes
 

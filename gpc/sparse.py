@@ -41,6 +41,7 @@ cross-covariances ``K(BV, x)`` (scikit-learn's convention), so it acts as part o
 residual ``gamma``.
 """
 
+import copy
 import time
 import warnings
 from contextlib import contextmanager
@@ -796,6 +797,10 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
                 ovr = self._binary_or_ovr(all_classes)
             else:
                 all_classes, ovr = self.classes_, self.one_vs_rest_
+                if ovr is not None:
+                    # Updated class by class: a copy keeps a failure from leaving
+                    # some classes updated.
+                    ovr = copy.deepcopy(ovr)
                 if classes is not None and not np.array_equal(np.unique(classes),
                                                               all_classes):
                     raise ValueError(f"classes {np.unique(classes)} differ from "

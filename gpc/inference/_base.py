@@ -4,7 +4,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import NotPositiveDefiniteError, as_kernel_matrix
+from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
+                           check_full_fit_memory)
 from ..likelihoods import get_likelihood
 
 _METHODS = {}
@@ -161,6 +162,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     """
     fn = get_method(method)
     Kf = as_kernel_matrix(K)
+    # K exists; the method needs at least a factorisation and an inverse besides.
+    check_full_fit_memory(Kf.shape[0], f"gpc.infer(method={method!r})", arrays=2)
     lik = get_likelihood(likelihood)
     yv = lik.check_targets(y, Kf.shape[0])
     if check_psd:
