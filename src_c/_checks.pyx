@@ -1,11 +1,64 @@
 # Single-pass input checks on n x n matrices (the NumPy equivalent makes several full
-# passes and temporaries, which costs about one Cholesky of the same size).
+# passes and temporaries, which costs about one Cholesky of the same size), and which
+# build this is: BOUNDS_CHECKED, C_ASSERTS and the test hooks of the checked build.
 
 from libc.math cimport fabs
 
 from _blas cimport Tiles, tiles_next, tiles_start
 
 import numpy as np
+
+
+# Which build this is (src_c/meson.build, option `checks`): GPC_CHECKS is defined only
+# in the bounds-checked build, NDEBUG only when the C asserts are off.
+cdef extern from *:
+    """
+    #ifdef GPC_CHECKS
+    #define GPC_BOUNDS_CHECKED 1
+    #else
+    #define GPC_BOUNDS_CHECKED 0
+    #endif
+    #ifdef NDEBUG
+    #define GPC_C_ASSERTS 0
+    #else
+    #define GPC_C_ASSERTS 1
+    #endif
+    """
+    const int GPC_BOUNDS_CHECKED
+    const int GPC_C_ASSERTS
+
+#: True in the bounds-checked build (``-Csetup-args=-Dchecks=true``): every compiled
+#: module indexes its memoryviews with boundscheck, initializedcheck and nonecheck on.
+BOUNDS_CHECKED = bool(GPC_BOUNDS_CHECKED)
+#: True when the compiled modules were built with C ``assert`` active (no NDEBUG).
+C_ASSERTS = bool(GPC_C_ASSERTS)
+
+
+def _test_index_probe(Py_ssize_t n, Py_ssize_t i):
+    """Test hook, not API: read entry ``i`` of a length-``n`` memoryview, unchecked.
+
+    Compiled with this module's directives like every loop in gpc, so in the
+    bounds-checked build an index outside ``0 <= i < n`` raises IndexError (which
+    tests/test_bounds.py asserts). In the normal build such a read would be undefined
+    behaviour, so there the hook refuses to run (RuntimeError).
+    """
+    cdef double[::1] v
+    if not GPC_BOUNDS_CHECKED:
+        raise RuntimeError("_test_index_probe runs only in the bounds-checked build")
+    v = np.arange(n, dtype=np.float64)
+    return v[i]
+
+
+def _test_uninitialized_probe():
+    """Test hook, not API: read from a memoryview that was never assigned.
+
+    In the bounds-checked build (initializedcheck on) this raises UnboundLocalError;
+    in the normal build it would dereference a null buffer, so it refuses to run there.
+    """
+    cdef double[::1] v
+    if not GPC_BOUNDS_CHECKED:
+        raise RuntimeError("_test_uninitialized_probe runs only in the bounds-checked build")
+    return v[0]
 
 
 ctypedef fused Square:

@@ -945,10 +945,10 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double *nnew
     cdef double *var_old
     cdef double *mu_old
-    cdef const double* Kp = &K[0, 0]
-    cdef double* Lp = &L[0, 0]
-    cdef double* taup = &tau[0]
-    cdef double* nup = &nu[0]
+    cdef const double* Kp
+    cdef double* Lp
+    cdef double* taup
+    cdef double* nup
     cdef Quad quad, evq
     cdef Model md
     cdef Neg ng
@@ -976,6 +976,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     if n == 0:
         return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0, 0.0,
                 np.zeros((0, 0), order="F"))
+    # Pointers into the caller's arrays only once their shapes are checked and n > 0
+    # (&K[0, 0] of an empty array is an out-of-bounds index).
+    Kp = &K[0, 0]
+    Lp = &L[0, 0]
+    taup = &tau[0]
+    nup = &nu[0]
     _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
     if parallel and 0.0 < damping_start < damping:
         damping = damping_start

@@ -134,16 +134,23 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     cdef double* f_new
     cdef double* a_try
     cdef double* f_try
-    cdef const double* Kp = &K[0, 0]
-    cdef double* Lp = &L[0, 0]
-    cdef double* ap = &alpha[0]
-    cdef double* fp = &f[0]
-    cdef double* parp = <double*> &par[0] if par.shape[0] > 0 else NULL
+    cdef const double* Kp
+    cdef double* Lp
+    cdef double* ap
+    cdef double* fp
+    cdef double* parp
 
     _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L)
     _check_par(lik, par)
     if n == 0:
         return ST_OK, 0, True, 0.0, 0.0, 0
+    # Pointers into the caller's arrays only once their shapes are checked and n > 0
+    # (&K[0, 0] of an empty array is an out-of-bounds index).
+    Kp = &K[0, 0]
+    Lp = &L[0, 0]
+    ap = &alpha[0]
+    fp = &f[0]
+    parp = <double*> &par[0] if par.shape[0] > 0 else NULL
     work = <double*> malloc(8 * n * sizeof(double))
     if work == NULL:
         raise MemoryError()
@@ -265,14 +272,18 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
     cdef double* s2
     cdef double* tmp
     cdef double* u
-    cdef double* R = &dK[0, 0]
-    cdef const double* Kp = &K[0, 0]
-    cdef const double* Lp = &L[0, 0]
-    cdef const double* parp = &par[0] if par.shape[0] > 0 else NULL
+    cdef double* R
+    cdef const double* Kp
+    cdef const double* Lp
+    cdef const double* parp
     _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L, dK=dK)
     _check_par(lik, par)
     if n == 0:
         return 0
+    R = &dK[0, 0]
+    Kp = &K[0, 0]
+    Lp = &L[0, 0]
+    parp = &par[0] if par.shape[0] > 0 else NULL
     work = <double*> malloc(3 * n * sizeof(double))
     if work == NULL:
         raise MemoryError()

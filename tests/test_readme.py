@@ -1,13 +1,16 @@
-"""The README's quick start runs as written."""
+"""The README's quick start runs as written, and its test command is the one CI runs."""
 
 import os
 import re
 import warnings
+from pathlib import Path
 
 import pytest
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "README.md")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+CI = os.path.join(ROOT, ".ci", "run")
+OPTIONS = os.path.join(ROOT, "meson.options")
 
 
 def test_quick_start_runs(capsys):
@@ -20,3 +23,24 @@ def test_quick_start_runs(capsys):
         exec(compile(code, "README quick start", "exec"), {})
     out = capsys.readouterr().out.split()
     assert float(out[0]) > 0.7  # test accuracy on Pima
+
+
+def test_ci_runs_the_readme_test_command_on_both_builds():
+    if not (os.path.exists(README) and os.path.exists(CI) and os.path.exists(OPTIONS)):
+        pytest.skip("README.md, .ci/run and meson.options not beside the tests")
+    text = Path(README).read_text(encoding="utf-8")
+    command = re.search(r"Install and run the test suite.*?```bash\n(.*?)\n```", text,
+                        re.DOTALL).group(1)
+    ci = Path(CI).read_text(encoding="utf-8")
+    after = ci.split("# --- the README's test command ---\n")[1]
+    assert after.strip() == command
+    # It runs pytest twice: once after the normal install, once after installing the
+    # bounds-checked build, whose option meson.options declares.
+    steps = [s.strip() for s in command.split("&&")]
+    assert steps[0] == 'python -m pip install ".[test]"' and steps[1] == "pytest"
+    assert steps[3] == "pytest" and len(steps) == 4
+    option = re.fullmatch(r"python -m pip install \. -Csetup-args=-D(\w+)=true",
+                          steps[2]).group(1)
+    declared = re.findall(r"option\('(\w+)', type: 'boolean', value: false",
+                          Path(OPTIONS).read_text(encoding="utf-8"))
+    assert option in declared
