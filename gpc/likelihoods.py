@@ -579,21 +579,25 @@ class Logit(Likelihood):
       F(mu) = exp(mu + v/2) (1 - F(mu + v)), F(mu) = E[sigma(f)], f ~ N(mu, v),
       for the far tails.  ``gh_order`` does not matter there.
 
-    Accuracy, measured against adaptive ``scipy.integrate.quad`` for
-    m in [-10, 10] plus tails |m| in {20, 50, 300, 2000}, and
-    v in [1e-4, 1e5] (errors relative to max(1, |value|), worst case over the
-    grid; for orders 32 and 48 the worst cases sit near the switch v = 1.5):
+    Accuracy, measured against 34-digit mpmath quadrature
+    (``tests/test_moments_precision.py``) for m in {0, +-1e-3, +-1, +-10, +-100,
+    +-1e3} plus random values, y = +-1 and v in {1e-12, 1e-8, 1e-4, 1, 1.5, 1.6,
+    30, 1e4, 1e8, 1e12} (errors relative to max(1, |value|), worst case over the
+    grid; for every order the worst case sits at the switch v = 1.5, the largest
+    variance given to Gauss-Hermite):
 
     ========  ==========  ===============  ==================
     order     log Z       d log Z / dm     d^2 log Z / dm^2
     ========  ==========  ===============  ==================
-    32        3e-11       3e-10            2e-9
-    48        6e-15       6e-13            1e-12
-    64        4e-15       7e-15            4e-14
+    16        2e-7        7e-7             5e-6
+    24        5e-10       2e-8             3e-8
+    32        4e-11       3e-10            3e-9
+    48        3e-14       7e-13            3e-12
+    64        3e-15       8e-15            4e-14
     ========  ==========  ===============  ==================
 
     The default is 64.  Relative errors in the tails (tiny derivatives) stay
-    below ~1e-12.
+    below ~1e-12 (below 3e-13 with order 64; 2e-14 away from v = 1.5).
 
     Parameters
     ----------

@@ -324,3 +324,15 @@ def test_gaussian_likelihood_gradients_are_exact():
     np.testing.assert_allclose(res.dK, 0.5 * (np.outer(alpha, alpha) - Ci),
                                rtol=1e-9, atol=1e-12)
     assert res.dlik[0] == pytest.approx(0.5 * (alpha @ alpha - np.trace(Ci)), rel=1e-9)
+
+
+@pytest.mark.parametrize("likelihood", ["laplace", "one_sided_exponential"])
+def test_pl_rejects_regression_likelihoods_it_cannot_linearise(likelihood):
+    # Found by tests/test_properties.py: PL's statistical linear regression is that
+    # of a label +-1, so real targets under these likelihoods gave NaN sites (left
+    # out of the evidence with only a RuntimeWarning) or meaningless finite ones.
+    X = np.linspace(-2, 2, 6)[:, None]
+    K = np.exp(-0.5 * (X - X.T) ** 2)
+    with pytest.raises(ValueError, match="method='pl'"):
+        gpc.infer(K, [-1.2, -0.8, 1.1, -1.0, 0.9, 1.3], method="pl",
+                  likelihood=likelihood)

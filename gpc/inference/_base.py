@@ -145,6 +145,34 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     Returns
     -------
     InferenceResult
+        Finite ``log_evidence``, ``dK`` and ``dlik`` (``dK`` and ``dlik`` are None
+        where the method has no gradient, ADF, or when not requested; Laplace's
+        ``dlik`` is None for a likelihood with parameters).
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or likelihood, a method/likelihood pair the method
+        does not support (e.g. Laplace with a likelihood without derivatives,
+        "vb" with anything but the logit and probit), invalid options, a K that
+        is not a finite square symmetric matrix, or labels the likelihood does not
+        accept.
+    gpc.NotPositiveDefiniteError
+        If K is not positive semi-definite, even with the jitter of the ladder
+        (up to ``1e-4 * mean(diag(K))``) added.  Also a ValueError and a
+        :class:`numpy.linalg.LinAlgError`.
+    FloatingPointError
+        If the method cannot reach a finite answer in floating point; the message
+        names the method and what went wrong (e.g. the noise-free step likelihood
+        with labels that a singular K gives zero probability, where the evidence
+        is 0).
+
+    Warns
+    -----
+    sklearn.exceptions.ConvergenceWarning
+        When the method's iterations ran out (the results are approximate).
+    RuntimeWarning
+        When some sites had to be left out of the evidence or clipped (EP, PL).
 
     Examples
     --------

@@ -46,7 +46,8 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
     K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
     y : ndarray of shape (n,), labels in {-1, +1} (real targets for "gaussian")
     likelihood : Likelihood
-        Probit, logit, noisy threshold, step or Gaussian.
+        Probit, logit, noisy threshold, step or Gaussian (ValueError for the other
+        regression likelihoods: the linearisation is that of a label +-1).
     init : dict, optional
         A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from;
         by default PL starts from the prior (all sites zero), as in the paper.
@@ -94,6 +95,13 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
     >>> res.info["converged"], bool(np.all(res.state["tau"] > 0))
     (True, True)
     """
+    if not (likelihood.is_classification or likelihood.code == LIK_GAUSSIAN):
+        # The statistical linear regression of the sites is that of a label +-1
+        # (conditional mean 2 p(+1|f) - 1); for another regression likelihood it
+        # would silently give meaningless sites.
+        raise ValueError(
+            f"method='pl' linearises the classification likelihoods (labels +-1) and "
+            f"the Gaussian; got the regression likelihood {likelihood.name!r}.")
     evidence_rule = None
     if likelihood.code != LIK_GAUSSIAN:
         evidence_rule = _moments.gauss_hermite(_positive_order(evidence_order))
