@@ -44,7 +44,6 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     return np.asfortranarray(K)
 
 
-
 # n x n float64 arrays a full (O(n^2)) fit holds at once at the least: K, a
 # factorisation of B = I + sW K sW, and B^{-1} (or the posterior covariance).
 FULL_FIT_ARRAYS = 3

@@ -143,6 +143,7 @@ def test_every_gpc_method_is_finite_on_extreme_cases(method, options):
 
 if __name__ == "__main__":
     failures, total, bad = sklearn_failure_count()
-    print(f"scikit-learn GaussianProcessClassifier fails on {failures} of {total} cases")
+    print(f"scikit-learn GaussianProcessClassifier fails on {failures} of {total} "
+          "cases")
     for case, reason in sorted(bad.items()):
         print("  ", case, reason)

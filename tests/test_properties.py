@@ -269,7 +269,8 @@ def test_infer_finite_or_documented_error(method, updates, likelihood, problem):
     assert psd, "a K that is not PSD was accepted"
     for w in caught:
         event(f"warning: {w.category.__name__}")
-        assert not _is_numpy_fp_warning(w), f"silent floating-point trouble: {w.message}"
+        assert not _is_numpy_fp_warning(w), \
+            f"silent floating-point trouble: {w.message}"
         if issubclass(w.category, (ConvergenceWarning, RuntimeWarning)):
             assert str(w.message), "a warning without a message"
     event("finite result")

@@ -101,7 +101,8 @@ def test_pickle_and_joblib_round_trips_give_identical_predictions(name, tmp_path
     loaded.append(joblib.load(buf))
     for other in loaded:
         _assert_identical(_outputs(other, Xq), before)
-        assert other.log_marginal_likelihood_value_ == est.log_marginal_likelihood_value_
+        assert (other.log_marginal_likelihood_value_
+                == est.log_marginal_likelihood_value_)
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
