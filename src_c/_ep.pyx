@@ -178,16 +178,33 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
     return ST_OK
 
 
+cdef bint _no_positive_site(const double* tau, int n) noexcept nogil:
+    """Whether no site precision is positive: then S = 0, B = I and Sigma_+ = K
+    exactly (the prior, where every run without a warm start begins)."""
+    cdef int i
+    for i in range(n):
+        if tau[i] > 0.0:
+            return False
+    return True
+
+
 cdef int _factorise(const double* K, const double* tau, double* S, double* L,
                     double* Linv, int n, Neg* ng) noexcept nogil:
     """S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1} (lower), and the
-    negative sites' correction in ng.  Returns ST_OK, ST_NOT_PD (B numerically
-    singular), ST_IMPROPER or ST_NOMEM."""
+    negative sites' correction in ng.  Without a positive site B = I: L and Linv are
+    written as I (O(n^2) instead of two O(n^3) LAPACK calls on the identity).
+    Returns ST_OK, ST_NOT_PD (B numerically singular), ST_IMPROPER or ST_NOMEM."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int i, j, info = 0
     for i in range(n):
         S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
+    if _no_positive_site(tau, n):
+        for j in range(n):
+            for i in range(j, n):
+                L[i + j * n] = 1.0 if i == j else 0.0
+                Linv[i + j * n] = L[i + j * n]
+        return _neg_factor(K, Linv, S, tau, n, ng)
     if chol_site_matrix(K, S, L, n) != 0:
         return ST_NOT_PD
     for j in range(n):
@@ -208,11 +225,14 @@ cdef int _factorise_single(const double* K, const double* tau, double* S, double
     double; the rest of L is not written.  The marginals computed from it carry
     relative errors of about 1e-7 (B^{-1})_ii / (1 - (B^{-1})_ii), growing with the
     condition number of B.  Only without negative sites.  Returns ST_OK, or
-    ST_NOT_PD when a site precision is negative or B is not positive definite in
-    single precision (the caller then factorises in double)."""
+    ST_NOT_PD when a site precision is negative, none is positive (the prior, which
+    ``_factorise`` handles without LAPACK) or B is not positive definite in single
+    precision (the caller then factorises in double)."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int i, j, info = 0
+    if _no_positive_site(tau, n):
+        return ST_NOT_PD
     for i in range(n):
         if tau[i] < 0.0:
             return ST_NOT_PD
@@ -274,6 +294,11 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
     cdef double one = 1.0
     cdef int i, k, m = 0, start, cnt, c
     cdef double binv, q, s
+    if _no_positive_site(S, n):
+        # S = 0: Sigma_+ = K (every site would otherwise take the O(n^2) path).
+        for i in range(n):
+            var[i] = K[i + i * n]
+        return
     for i in range(n):
         binv = 0.0
         for k in range(i, n):
@@ -314,6 +339,11 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
     cdef char diag = b'N'
     cdef double one = 1.0, minus = -1.0
     cdef int i, j
+    if _no_positive_site(S, n):
+        for j in range(n):                   # S = 0: Sigma = K
+            for i in range(j, n):
+                Sigma[i + j * n] = K[i + j * n]
+        return 0
     for j in range(n):
         for i in range(n):
             V[i + j * n] = S[i] * _ksym(K, i, j, n)
@@ -881,9 +911,10 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     once; they stop when that update (undamped) would change no site by more than
     ``tol`` (the sites are then kept: they are a fixed point to that tolerance) and
     the log evidence moved by less than ``tol * (1 + |log Z|)`` since the previous
-    factorisation.  Their damping is halved (down to ``min_damping``) whenever the
-    largest site change grows from one sweep to the next, and raised by 1.25 (up to
-    its initial value) while it falls.  With ``accelerate``, once the residual is
+    factorisation (unless that was in single precision or at the prior, which needs
+    no factorisation: B = I).  Their damping is halved (down to ``min_damping``)
+    whenever the largest site change grows from one sweep to the next, and raised by
+    1.25 (up to its initial value) while it falls.  With ``accelerate``, once the residual is
     below 0.1, each factorisation is followed by cheap sweeps on the linearised
     marginals (see ``_linearised_sweeps``): quadratic convergence; after a step that
     fails to halve the residual it is suspended until plain sweeps have halved it.
@@ -920,6 +951,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef int counts[3]
     cdef bint converged = False, accel_used = False, clip = False
     cdef bint single = False, prev_single = False, use_single, single_ok = True
+    cdef bint prev_rough = False, prior_start
     cdef double keep_single = sqrt(10.0 * tol)
     cdef double accel_below = 0.1, damping0 = damping
     cdef double chord_scale = 1.0, best_change = INFINITY
@@ -1012,6 +1044,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
             # Marginals at the starting sites (accelerated parallel EP: in single
             # precision first).  Negative precisions of a warm start that make the
             # posterior improper under this K are dropped.
+            prior_start = _no_positive_site(taup, n)
             single = M32 != NULL and \
                 _factorise_single(Kp, taup, &S[0], Lp, Linv, M32, n, &ng) == ST_OK
             if single:
@@ -1065,7 +1098,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     # Running away (e.g. undamped updates on a large, strongly
                     # correlated K): stop unconverged; the caller tries its next start.
                     break
-                if change <= tol and (sweep == 0 or prev_single or
+                if change <= tol and (sweep == 0 or prev_rough or
                                       fabs(logz - logz_old) <= tol * (1.0 + fabs(logz))):
                     converged = True
                     break
@@ -1112,6 +1145,9 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 n_improper = counts[0]
                 clip = False
                 prev_single = single
+                # The evidence of a single-precision factorisation, or of the prior a
+                # run starts from, is no reference for the next one's convergence.
+                prev_rough = single or (sweep == 0 and prior_start)
                 # Single precision after a plain step from far off (the next residual
                 # stays far above its rounding), as long as the residual has fallen at
                 # every step: its rounding must not be what keeps it up.

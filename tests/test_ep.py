@@ -499,6 +499,21 @@ def test_unusable_init_is_ignored():
         assert res.log_evidence == ref.log_evidence
 
 
+@pytest.mark.parametrize("lik", LIKS)
+def test_first_update_from_the_prior(lik):
+    # A run without a warm start begins at the prior (all sites zero), where B = I
+    # and Sigma = K need no factorisation.  The first sequential update moment-matches
+    # site 0 against its prior marginal N(0, K_00): tau = -d2 / (1 + d2 K_00),
+    # nu = d1 / (1 + d2 K_00) with d1, d2 the tilted derivatives (R&W eq. 3.59).
+    X, y = data(12, 3)
+    K = se(X, 0.7, 2.5)
+    res, _ = quiet_ep(K, y, lik, max_sweeps=1, compute_gradient=False)
+    v = K[0, 0]
+    _, d1, d2 = tilted(lik, y[0], 0.0, v)
+    assert res.state["tau"][0] == pytest.approx(-d2 / (1 + d2 * v), rel=1e-9)
+    assert res.state["nu"][0] == pytest.approx(d1 / (1 + d2 * v), rel=1e-9)
+
+
 def test_random_order_is_reproducible():
     X, y = data(20, 7)
     K = se(X, 1.0, 2.0)
