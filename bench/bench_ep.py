@@ -180,7 +180,9 @@ def report(evals, fits, n_train, n_test, gpy_rows=()):
         "evaluation by itself. Sweeps: those followed by a factorisation + the cheap "
         "linearised sweeps of parallel EP's chord-Newton acceleration. The last column "
         "is one sequential sweep (including its fresh refactorisation) divided by n "
-        "`dsyr` rank-one updates of an n x n matrix.",
+        "`dsyr` rank-one updates of an n x n matrix. Where the warm evaluation's "
+        "time goes, step by step (its LAPACK calls against everything else): "
+        "[`results/ep_profile.md`](results/ep_profile.md) (`bench/profile_ep.py`).",
         "",
         "| n | updates | cold (Choleskys) | sweeps | warm (Choleskys) | warm, EP alone | "
         "sweeps | dpotrf (ms) | sweep / n rank-one updates |",
