@@ -61,6 +61,11 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.priors = priors
         self.verbose = verbose
 
+    def _check_memory(self, n):
+        """MemoryError, before any n x n allocation, when a fit on n points cannot
+        fit in memory (see ``check_full_fit_memory``)."""
+        check_full_fit_memory(n, f"GaussianProcessClassifier(method={self.method!r})")
+
     def _inference_options(self):
         options = dict(self.inference_options or {})
         option = get_method(self.method).max_iter_option
@@ -105,8 +110,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if classes.size == 1:
             raise ValueError(f"{type(self).__name__} requires 2 classes; got 1 class.")
         y_pm = 2.0 * y01 - 1.0
-        check_full_fit_memory(len(y01), f"GaussianProcessClassifier(method="
-                                        f"{self.method!r})")
+        self._check_memory(len(y01))
         X_train = np.copy(X) if self.copy_X_train else X
         key = data_fingerprint(X_train, y01)
         state = None
@@ -198,8 +202,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             resume = self._warm_state[1]
         else:
             X_train, y01, resume = X_new, np.searchsorted(classes, y), None
-        check_full_fit_memory(len(y01), f"GaussianProcessClassifier(method="
-                                        f"{self.method!r})")
+        self._check_memory(len(y01))
         K = np.asfortranarray(kernel(X_train), dtype=np.float64)
         options = dict(self._inference_options(), n_sweeps=1, resume=resume)
         result = fn(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)

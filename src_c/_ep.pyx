@@ -914,10 +914,11 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     factorisation (unless that was in single precision or at the prior, which needs
     no factorisation: B = I).  Their damping is halved (down to ``min_damping``)
     whenever the largest site change grows from one sweep to the next, and raised by
-    1.25 (up to its initial value) while it falls.  With ``accelerate``, once the residual is
-    below 0.1, each factorisation is followed by cheap sweeps on the linearised
-    marginals (see ``_linearised_sweeps``): quadratic convergence; after a step that
-    fails to halve the residual it is suspended until plain sweeps have halved it.
+    1.25 (up to its initial value) while it falls.  With ``accelerate``, once the
+    residual is below 0.1, each factorisation is followed by cheap sweeps on the
+    linearised marginals (see ``_linearised_sweeps``): quadratic convergence; after a
+    step that fails to halve the residual it is suspended until plain sweeps have
+    halved it.
     A parallel step whose negative site precisions make the posterior improper is
     rejected and retried (see the header).  In parallel mode the first
     factorisation and those after a plain step from a residual above 0.01 (until

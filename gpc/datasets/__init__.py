@@ -229,9 +229,8 @@ def load_housing(threshold=None):
     threshold = float(threshold)
     if not np.isfinite(threshold):
         raise ValueError(f"threshold must be finite, got {threshold!r}.")
-    X, _, names = _read("housing")
-    medv = names["medv"]
-    return X, (medv > threshold).astype(np.int64)
+    X, _, extra = _read("housing")
+    return X, (extra["medv"] > threshold).astype(np.int64)
 
 
 def load_friedman1(n_samples=300, noise=1.0, random_state=None):
