@@ -362,26 +362,38 @@ def _pairwise_sqdiff(Z):
     return diff
 
 
-def _weighted_sqdist_sum(Z, W, anisotropic):
-    """``sum_ij W_ij (z_ik - z_jk)^2`` for every k (ARD) or summed over k.
+def _fortran_view(A):
+    """A as a Fortran-ordered float64 array: itself, its transpose when it is C
+    ordered (for the symmetric weights below transposing changes nothing), or a
+    copy."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.flags.f_contiguous:
+        return A
+    return A.T if A.flags.c_contiguous else np.asfortranarray(A)
 
-    ``W`` is scratch owned by the caller (overwritten); it need not be
-    symmetric.  The compiled ``weighted_sqdist_sum`` uses the identity
+
+def _weighted_sqdist_sum(Z, W, anisotropic, K=None):
+    """``sum_ij W_ij K_ij (z_ik - z_jk)^2`` for every k (ARD) or summed over k.
+
+    Without ``K`` (all ones), ``W`` is scratch owned by the caller
+    (overwritten); it need not be symmetric.  ``K``, when given, is symmetric
+    and neither array is written.  The compiled ``weighted_sqdist_sum`` uses
+    the identity
 
         sum_ij W_ij (z_ik - z_jk)^2 = sum_i z_ik (r_i z_ik - (M Z)_ik)
 
-    with M the pair weights W_ij + W_ji off the diagonal and r their row sums:
-    one pass over W and one BLAS product.  Pairs on the diagonal contribute
-    exactly zero and are left out, which avoids the largest cancellation (the
-    inputs are also centred).
+    with M the pair weights W_ij + W_ji off the diagonal (times K) and r their
+    row sums: one pass over W (and K) and one BLAS product.  Pairs on the
+    diagonal contribute exactly zero and are left out, which avoids the largest
+    cancellation (the inputs are also centred).
 
-    Returns ``(g, total)`` with ``total = sum(W)`` (computed on the way).
+    Returns ``(g, total)`` with ``total = sum(W o K)`` (computed on the way).
     """
-    W = np.asarray(W, dtype=np.float64)
-    if not W.flags.f_contiguous:
-        # The sum is unchanged by transposing W; a C-ordered W is W' in Fortran order.
-        W = W.T if W.flags.c_contiguous else np.asfortranarray(W)
-    g, total = weighted_sqdist_sum(W, np.ascontiguousarray(Z, dtype=np.float64))
+    # The sum is unchanged by transposing W (or the symmetric K).
+    W = _fortran_view(W)
+    if K is not None:
+        K = _fortran_view(K)
+    g, total = weighted_sqdist_sum(W, np.ascontiguousarray(Z, dtype=np.float64), K)
     if not anisotropic:
         g = np.array([g.sum()])
     return g, total
@@ -404,12 +416,13 @@ def _se_contract(X, length_scale, variance, dK, K, want_ls, want_var):
             K = _se_matrix(Z, None, variance)
         return None, (np.array([_frob(dK, K)]) if want_var else None)
     Z, _ = _scaled_inputs(X, None, length_scale)
-    if K is None:
+    anisotropic = np.ndim(length_scale) == 1
+    if K is not None:                      # M = dK o K formed in the pass itself
+        g_ls, total = _weighted_sqdist_sum(Z, dK, anisotropic, K)
+    else:
         W = _se_matrix(Z, None, variance)  # owned: becomes M in place
         W *= dK
-    else:
-        W = dK * K
-    g_ls, total = _weighted_sqdist_sum(Z, W, np.ndim(length_scale) == 1)
+        g_ls, total = _weighted_sqdist_sum(Z, W, anisotropic)
     return g_ls, (np.array([total]) if want_var else None)
 
 

@@ -8,16 +8,18 @@
 # symmetric and costs about a third of a Cholesky of the same size at n = 2000.
 #
 # The length-scale gradients of the same kernels contract dK with K and the squared
-# coordinate differences; ``weighted_sqdist_sum`` does that with one tiled pass and one
-# dsymm (about a tenth of a Cholesky at n = 2000, d = 8).
-
-from libc.math cimport exp
+# coordinate differences; ``weighted_sqdist_sum`` does that with one tiled pass over
+# dK and K and one dsymm.
 
 import numpy as np
 
 from scipy.linalg.cython_blas cimport dsymm, dsyrk
 
 from _blas cimport Tiles, tiles_next, tiles_start
+
+
+cdef extern from "_vexp.h" nogil:
+    void gpc_scaled_exp(double* x, int n, double scale)
 
 
 def sym_stationary(const double[:, ::1] Z, double variance, bint se):
@@ -43,7 +45,7 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
            [-4.5, -2. ,  0. ]])
     """
     cdef int n = Z.shape[0], d = Z.shape[1]
-    cdef int i, j, k
+    cdef int i, j, k, i0
     cdef Tiles t
     cdef double v, zero = 0.0, one = 1.0
     cdef char lo = b'L'
@@ -69,30 +71,37 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
         tiles_start(&t, n, 64)
         while tiles_next(&t):
             for j in range(t.j0, t.j1):
-                for i in range(t.i0 if t.i0 > j + 1 else j + 1, t.i1):
+                i0 = t.i0 if t.i0 > j + 1 else j + 1
+                for i in range(i0, t.i1):
                     v = K[i, j] - (h[i] + h[j])
                     if v > 0.0:
                         v = 0.0
-                    if se:
-                        v = variance * exp(v)
+                    elif se and v < -746.0:
+                        v = -746.0                 # exp underflows to 0 from -745.2
                     K[i, j] = v
-                    K[j, i] = v
+                if se and t.i1 > i0:
+                    gpc_scaled_exp(&K[i0, j], t.i1 - i0, variance)
+                for i in range(i0, t.i1):
+                    K[j, i] = K[i, j]
         for j in range(n):
             K[j, j] = variance if se else 0.0
     return out
 
 
-def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z):
-    """``g_k = sum_ij W_ij (z_ik - z_jk)^2`` for every column k of Z, and ``sum(W)``.
+def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
+    """``g_k = sum_ij W_ij K_ij (z_ik - z_jk)^2`` for every column k of Z, and the
+    sum of ``W o K`` (without K: ``K_ij = 1``).
 
     The contraction behind every stationary kernel's length-scale gradient.  With
-    the pair weights ``m_ij = W_ij + W_ji`` (so W need not be symmetric) and their
-    row sums ``r``, ``g_k = sum_i z_ik (r_i z_ik - (M Z)_ik)``: one tiled pass over W
-    (which is scratch: its strictly lower triangle receives M, its diagonal zeros)
-    and one BLAS ``dsymm``.  Pairs on the diagonal contribute exactly zero and are
-    left out, which avoids the largest cancellation.
+    the pair weights ``m_ij = W_ij K_ij + W_ji K_ji`` (so W need not be symmetric;
+    K is) and their row sums ``r``, ``g_k = sum_i z_ik (r_i z_ik - (M Z)_ik)``: one
+    tiled pass over W (and K) and one BLAS ``dsymm``.  Without K, W is scratch: its
+    strictly lower triangle receives M, its diagonal zeros; with K (n x n,
+    Fortran-ordered, symmetric) neither is written and M goes to a scratch array.
+    Pairs on the diagonal contribute exactly zero and are left out, which avoids the
+    largest cancellation.
 
-    Returns ``(g, total)``: g of length d, total = sum(W).
+    Returns ``(g, total)``: g of length d, total = sum(W o K).
 
     Examples
     --------
@@ -100,6 +109,8 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z):
     >>> from gpc._kern import weighted_sqdist_sum
     >>> Z = np.array([[0.0, 1.0], [2.0, 0.0]])
     >>> W = np.asfortranarray([[5.0, 1.0], [3.0, 7.0]])
+    >>> weighted_sqdist_sum(W, Z, K=np.asfortranarray([[1.0, 0.5], [0.5, 1.0]]))
+    (array([8., 2.]), 14.0)
     >>> weighted_sqdist_sum(W, Z)   # (1 + 3) * (2^2, 1^2), 1 + 3 + 5 + 7
     (array([16.,  4.]), 16.0)
     """
@@ -109,11 +120,20 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z):
     cdef double m, total = 0.0, acc, zik, one = 1.0, zero = 0.0
     cdef char left = b'L'
     cdef char lo = b'L'
+    cdef bint weighted = K is not None
+    cdef double[::1, :] Kv = W
+    cdef double[::1, :] M = W
     if W.shape[1] != n or Z.shape[0] != n:
         raise ValueError("weighted_sqdist_sum: W must be n x n and Z n x d.")
+    if weighted:
+        Kv = K
+        if Kv.shape[0] != n or Kv.shape[1] != n:
+            raise ValueError("weighted_sqdist_sum: K must be n x n like W.")
     g = np.zeros(d)
     if n == 0:
         return g, 0.0
+    if weighted:
+        M = np.empty((n, n), order="F")          # only its lower triangle is used
     cdef double[::1] r = np.zeros(n)
     cdef double[::1] gv = g
     cdef double[::1, :] Zf = np.asfortranarray(Z)
@@ -124,17 +144,20 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z):
             for j in range(t.j0, t.j1):
                 acc = 0.0
                 for i in range(t.i0 if t.i0 > j + 1 else j + 1, t.i1):
-                    m = W[i, j] + W[j, i]
-                    W[i, j] = m
+                    if weighted:
+                        m = W[i, j] * Kv[i, j] + W[j, i] * Kv[j, i]
+                    else:
+                        m = W[i, j] + W[j, i]
+                    M[i, j] = m
                     r[i] += m
                     acc += m
                 r[j] += acc
                 total += acc
         for j in range(n):
-            total += W[j, j]
-            W[j, j] = 0.0
+            total += W[j, j] * Kv[j, j] if weighted else W[j, j]
+            M[j, j] = 0.0
         if d > 0:
-            dsymm(&left, &lo, &n, &d, &one, &W[0, 0], &n, &Zf[0, 0], &n, &zero,
+            dsymm(&left, &lo, &n, &d, &one, &M[0, 0], &n, &Zf[0, 0], &n, &zero,
                   &MZ[0, 0], &n)
         for k in range(d):
             acc = 0.0

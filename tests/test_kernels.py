@@ -373,6 +373,24 @@ def test_compiled_symmetric_matrix_matches_direct_formula(n, d):
     np.testing.assert_array_equal(np.diag(K), 1.7)
 
 
+def test_compiled_exp_is_accurate_to_a_few_ulp():
+    # The squared-exponential values come from the vectorised exp of src_c/_vexp.h:
+    # against NumPy's exp of the same distances (C library), from 0 through the
+    # subnormal range (exp below 2.2e-308 from -708.4) to the underflow to 0 (-745.2).
+    from gpc._kern import sym_stationary
+
+    Z = np.linspace(0.0, 40.0, 1601)[:, None]            # half distances 0 .. -800
+    D = sym_stationary(Z, 1.0, False)
+    assert D.min() == -800.0
+    # exp itself within 2 ulp; times a variance, each side rounds once more.
+    for variance, tol in ((1.0, 2), (1.7, 4), (1e-3, 4)):
+        K = sym_stationary(Z, variance, True)
+        ref = variance * np.exp(D)
+        ulps = np.abs(K - ref) / np.spacing(ref)
+        assert ulps.max() <= tol, (variance, ulps.max())
+        assert (K[ref == 0.0] == 0.0).all() and (K[ref > 0.0] > 0.0).all()
+
+
 @pytest.mark.parametrize("n, d", [(0, 2), (1, 3), (64, 2), (65, 1), (130, 5), (20, 0)])
 def test_compiled_weighted_sqdist_sum_matches_pairwise_sum(n, d):
     # The one-pass contraction behind the length-scale gradients, against the
@@ -388,8 +406,21 @@ def test_compiled_weighted_sqdist_sum_matches_pairwise_sum(n, d):
     scale = np.abs(W).sum() * max(1.0, (Z ** 2).max(initial=0.0))
     np.testing.assert_allclose(g, direct, rtol=0, atol=1e-13 * scale)
     assert total == pytest.approx(W.sum(), rel=1e-13, abs=1e-13 * np.abs(W).sum())
+    # With a symmetric K the weights are W o K, formed in the pass: W and K unchanged.
+    K = rng.normal(size=(n, n))
+    K = np.asfortranarray(K + K.T)
+    Wf, Kc = np.array(W, order="F"), K.copy(order="F")
+    direct = np.einsum("ij,ijk->k", W * K, (Z[:, None, :] - Z[None, :, :]) ** 2)
+    g, total = weighted_sqdist_sum(Wf, Z, K)
+    scale = np.abs(W * K).sum() * max(1.0, (Z ** 2).max(initial=0.0))
+    np.testing.assert_allclose(g, direct, rtol=0, atol=1e-13 * scale)
+    assert total == pytest.approx((W * K).sum(), rel=1e-13, abs=1e-13 * scale)
+    np.testing.assert_array_equal(Wf, W)
+    np.testing.assert_array_equal(K, Kc)
     with pytest.raises(ValueError, match="n x n"):
         weighted_sqdist_sum(np.zeros((n + 1, n + 1), order="F"), Z)
+    with pytest.raises(ValueError, match="K must be n x n"):
+        weighted_sqdist_sum(Wf, Z, np.zeros((n + 1, n + 1), order="F"))
 
 
 @pytest.mark.parametrize("case", sorted(GPC_CASES))
