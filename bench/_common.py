@@ -50,8 +50,9 @@ def best_of(fn, repeat, stop_after=None):
     return best, out
 
 
-def cholesky_time(K, repeat=3):
-    """Best time of one LAPACK dpotrf of I + K/4 (the factorisation gpc repeats)."""
+def cholesky_call(K):
+    """A function that returns the time of one LAPACK dpotrf of I + K/4 (the
+    factorisation gpc repeats), run on a fresh copy after :func:`settle`."""
     B = np.eye(K.shape[0]) + 0.25 * np.asarray(K)
 
     def once():
@@ -61,7 +62,38 @@ def cholesky_time(K, repeat=3):
         lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
         return time.perf_counter() - t0
 
+    return once
+
+
+def cholesky_time(K, repeat=3):
+    """Best time of one LAPACK dpotrf of I + K/4."""
+    once = cholesky_call(K)
     return min(once() for _ in range(max(3, repeat)))
+
+
+def paired_ratio(fn, reference, rounds):
+    """Time of ``fn()`` in units of ``reference()`` (which returns its own time),
+    the two timed back to back in each of ``rounds`` rounds.
+
+    This machine's speed drifts by 10-30% over seconds to minutes (2 shared
+    cores): a reference timed once, before or after, can be taken in a fast spell
+    and the call in a slow one.  Pairing them and taking the median of the per-round ratios
+    cancels that drift.  Returns ``(ratio, t_fn, t_ref, out)``: the median ratio,
+    the median times (seconds) and the last result.
+    """
+    ratios, t_fn, t_ref, out = [], [], [], None
+    for _ in range(max(1, rounds)):
+        r = reference()
+        out = None
+        settle()
+        t0 = time.perf_counter()
+        out = fn()
+        t = time.perf_counter() - t0
+        ratios.append(t / r)
+        t_fn.append(t)
+        t_ref.append(r)
+    return (float(np.median(ratios)), float(np.median(t_fn)), float(np.median(t_ref)),
+            out)
 
 
 def machine_line():

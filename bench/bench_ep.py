@@ -16,7 +16,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import best_of, cholesky_time, make_data, settle
+from _common import best_of, cholesky_call, make_data, paired_ratio, settle
 from scipy.linalg import blas
 from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
 from sklearn.gaussian_process.kernels import RBF
@@ -66,21 +66,22 @@ def bench_evaluations(sizes, repeat):
         y = 2.0 * y01 - 1.0
         kernel = _kernel()
         moved = _moved(kernel)
-        # Parallel evaluations take about a second: best of 3x as many runs (and as
-        # many Choleskys), as single runs on 2 shared cores vary by 15%.
-        t_chol = cholesky_time(kernel(X), 3 * repeat)
+        chol = cholesky_call(kernel(X))
         t_r1 = min(_rank_one_updates(n) for _ in range(2))
         for updates in ("parallel", "sequential"):
+            # Parallel evaluations take about a second: 3x as many rounds.
             reps = 3 * repeat if updates == "parallel" else (repeat if n <= 1000 else 1)
-            t_cold, cold = best_of(lambda: _evaluation(kernel, X, y, updates), reps)
-            t_warm, warm = best_of(lambda: _evaluation(moved, X, y, updates, cold.state),
-                                   reps)
+            r_cold, _, c_cold, cold = paired_ratio(
+                lambda: _evaluation(kernel, X, y, updates), chol, reps)
+            r_warm, _, c_warm, warm = paired_ratio(
+                lambda: _evaluation(moved, X, y, updates, cold.state), chol, reps)
             K_moved = np.asfortranarray(moved(X))
-            t_warm_ep, _ = best_of(lambda: gpc.infer(
+            r_warm_ep, _, c_ep, _ = paired_ratio(lambda: gpc.infer(
                 K_moved, y, method="ep", likelihood="probit", updates=updates,
-                init=cold.state, check_psd=False), reps)
-            row = dict(n=n, updates=updates, t_chol=t_chol, t_cold=t_cold,
-                       sweeps_cold=_sweeps(cold), t_warm=t_warm, t_warm_ep=t_warm_ep,
+                init=cold.state, check_psd=False), chol, reps)
+            row = dict(n=n, updates=updates,
+                       t_chol=float(np.median([c_cold, c_warm, c_ep])), r_cold=r_cold,
+                       sweeps_cold=_sweeps(cold), r_warm=r_warm, r_warm_ep=r_warm_ep,
                        sweeps_warm=_sweeps(warm), t_r1=t_r1, sweep_r1=None)
             if updates == "sequential":
                 K = np.asfortranarray(kernel(X))
@@ -88,9 +89,9 @@ def bench_evaluations(sizes, repeat):
                 t3, _ = best_of(lambda: _one_sweep(K, y, 3), repeat)
                 row["sweep_r1"] = (t3 - t1) / 2 / t_r1
             rows.append(row)
-            print(f"  EP {updates} n={n}: cold {t_cold / t_chol:.1f} chol "
-                  f"({row['sweeps_cold']} sweeps), warm {t_warm / t_chol:.1f} chol "
-                  f"(EP alone {t_warm_ep / t_chol:.1f}; {row['sweeps_warm']} sweeps)",
+            print(f"  EP {updates} n={n}: cold {r_cold:.1f} chol "
+                  f"({row['sweeps_cold']} sweeps), warm {r_warm:.1f} chol "
+                  f"(EP alone {r_warm_ep:.1f}; {row['sweeps_warm']} sweeps)",
                   flush=True)
     return rows
 
@@ -175,7 +176,9 @@ def report(evals, fits, n_train, n_test, gpy_rows=()):
         "",
         "One evaluation = the kernel matrix (gpc's compiled routine), `gpc.infer(K, y, method=\"ep\")` to "
         "convergence (tol 1e-8) with dK, and the kernel contraction of dK, in units of "
-        "one `dpotrf` of size n. Warm = started from the sites of the cold run after "
+        "one `dpotrf` of size n timed just before it: the median over the rounds (9 "
+        "for parallel EP) of the per-round ratio, so that the machine's drift in speed "
+        "cancels; the dpotrf column is the median of those references. Warm = started from the sites of the cold run after "
         "all length scales grew by 5%; \"EP alone\" is the `infer` call of the warm "
         "evaluation by itself. Sweeps: those followed by a factorisation + the cheap "
         "linearised sweeps of parallel EP's chord-Newton acceleration. The last column "
@@ -191,9 +194,9 @@ def report(evals, fits, n_train, n_test, gpy_rows=()):
     for r in evals:
         s1 = f"{r['sweep_r1']:.2f}" if r["sweep_r1"] is not None else "-"
         lines.append(
-            f"| {r['n']} | {r['updates']} | {r['t_cold'] / r['t_chol']:.1f} | "
-            f"{r['sweeps_cold']} | {r['t_warm'] / r['t_chol']:.1f} | "
-            f"{r['t_warm_ep'] / r['t_chol']:.1f} | {r['sweeps_warm']} | "
+            f"| {r['n']} | {r['updates']} | {r['r_cold']:.1f} | "
+            f"{r['sweeps_cold']} | {r['r_warm']:.1f} | "
+            f"{r['r_warm_ep']:.1f} | {r['sweeps_warm']} | "
             f"{1e3 * r['t_chol']:.1f} | {s1} |")
     if gpy_rows:
         lines += [
