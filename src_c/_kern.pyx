@@ -93,8 +93,8 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
     sum of ``W o K`` (without K: ``K_ij = 1``).
 
     The contraction behind every stationary kernel's length-scale gradient.  With
-    the pair weights ``m_ij = W_ij K_ij + W_ji K_ji`` (so W need not be symmetric;
-    K is) and their row sums ``r``, ``g_k = sum_i z_ik (r_i z_ik - (M Z)_ik)``: one
+    the pair weights ``m_ij = (W_ij + W_ji) K_ij`` (W need not be symmetric; K is,
+    and only its lower triangle is read) and their row sums ``r``, ``g_k = sum_i z_ik (r_i z_ik - (M Z)_ik)``: one
     tiled pass over W (and K) and one BLAS ``dsymm``.  Without K, W is scratch: its
     strictly lower triangle receives M, its diagonal zeros; with K (n x n,
     Fortran-ordered, symmetric) neither is written and M goes to a scratch array.
@@ -144,10 +144,9 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
             for j in range(t.j0, t.j1):
                 acc = 0.0
                 for i in range(t.i0 if t.i0 > j + 1 else j + 1, t.i1):
+                    m = W[i, j] + W[j, i]
                     if weighted:
-                        m = W[i, j] * Kv[i, j] + W[j, i] * Kv[j, i]
-                    else:
-                        m = W[i, j] + W[j, i]
+                        m = m * Kv[i, j]           # K symmetric: one triangle read
                     M[i, j] = m
                     r[i] += m
                     acc += m
