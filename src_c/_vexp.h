@@ -22,11 +22,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* -DGPC_VEXP_CLONES= builds the plain clone alone (to test it on an AVX2 machine). */
+#ifndef GPC_VEXP_CLONES
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) \
     && defined(__GLIBC__) && __GNUC__ >= 8
 #define GPC_VEXP_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define GPC_VEXP_CLONES
+#endif
 #endif
 
 /* x[i] <- scale * exp(x[i]) for i < n (x[i] in [-746, 710] or NaN). */
