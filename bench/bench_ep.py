@@ -176,9 +176,10 @@ def report(evals, fits, n_train, n_test, gpy_rows=()):
         "",
         "One evaluation = the kernel matrix (gpc's compiled routine), `gpc.infer(K, y, method=\"ep\")` to "
         "convergence (tol 1e-8) with dK, and the kernel contraction of dK, in units of "
-        "one `dpotrf` of size n timed just before it: the median over the rounds (9 "
-        "for parallel EP) of the per-round ratio, so that the machine's drift in speed "
-        "cancels; the dpotrf column is the median of those references. Warm = started from the sites of the cold run after "
+        "one `dpotrf` of size n timed just before it: the median over the rounds "
+        "(3 x `--repeat`, 9 by default, for parallel EP) of the per-round ratio, so "
+        "that the machine's drift in speed cancels; the dpotrf column is the median of "
+        "those references. Warm = started from the sites of the cold run after "
         "all length scales grew by 5%; \"EP alone\" is the `infer` call of the warm "
         "evaluation by itself. Sweeps: those followed by a factorisation + the cheap "
         "linearised sweeps of parallel EP's chord-Newton acceleration. The last column "
