@@ -50,16 +50,19 @@ def best_of(fn, repeat, stop_after=None):
     return best, out
 
 
-def cholesky_call(K):
+def cholesky_call(K, invert=False):
     """A function that returns the time of one LAPACK dpotrf of I + K/4 (the
-    factorisation gpc repeats), run on a fresh copy after :func:`settle`."""
+    factorisation gpc repeats), run on a fresh copy after :func:`settle`; with
+    ``invert``, followed by dtrtri of the factor."""
     B = np.eye(K.shape[0]) + 0.25 * np.asarray(K)
 
     def once():
         A = np.array(B, order="F", copy=True)
         settle()
         t0 = time.perf_counter()
-        lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
+        L, _ = lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
+        if invert:
+            lapack.dtrtri(L, lower=1, overwrite_c=1)
         return time.perf_counter() - t0
 
     return once
@@ -77,9 +80,9 @@ def paired_ratio(fn, reference, rounds):
 
     This machine's speed drifts by 10-30% over seconds to minutes (2 shared
     cores): a reference timed once, before or after, can be taken in a fast spell
-    and the call in a slow one.  Pairing them and taking the median of the per-round ratios
-    cancels that drift.  Returns ``(ratio, t_fn, t_ref, out)``: the median ratio,
-    the median times (seconds) and the last result.
+    and the call in a slow one.  Pairing them and taking the median of the
+    per-round ratios cancels that drift.  Returns ``(ratio, t_fn, t_ref, out)``:
+    the median ratio, the median times (seconds) and the last result.
     """
     ratios, t_fn, t_ref, out = [], [], [], None
     for _ in range(max(1, rounds)):

@@ -95,8 +95,9 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
 
     The contraction behind every stationary kernel's length-scale gradient.  With
     the pair weights ``m_ij = (W_ij + W_ji) K_ij`` (W need not be symmetric; K is,
-    and only its lower triangle is read) and their row sums ``r``, ``g_k = sum_i z_ik (r_i z_ik - (M Z)_ik)``: one
-    tiled pass over W (and K) and one BLAS ``dsymm``.  Without K, W is scratch: its
+    and only its lower triangle is read) and their row sums ``r``,
+    ``g_k = sum_i z_ik (r_i z_ik - (M Z)_ik)``: one tiled pass over W (and K) and
+    one BLAS ``dsymm``.  Without K, W is scratch: its
     strictly lower triangle receives M, its diagonal zeros; with K (n x n,
     Fortran-ordered, symmetric) neither is written and M goes to a scratch array.
     Pairs on the diagonal contribute exactly zero and are left out, which avoids the
