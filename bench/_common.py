@@ -81,22 +81,19 @@ def paired_ratio(fn, reference, rounds):
     This machine's speed drifts by 10-30% over seconds to minutes (2 shared
     cores): a reference timed once, before or after, can be taken in a fast spell
     and the call in a slow one.  Pairing them and taking the median of the
-    per-round ratios cancels that drift.  Returns ``(ratio, t_fn, t_ref, out)``:
-    the median ratio, the median times (seconds) and the last result.
+    per-round ratios cancels that drift.  Returns ``(ratio, t_ref, out)``: the
+    median ratio, the median reference time (seconds) and the last result.
     """
-    ratios, t_fn, t_ref, out = [], [], [], None
+    ratios, t_ref, out = [], [], None
     for _ in range(max(1, rounds)):
         r = reference()
         out = None
         settle()
         t0 = time.perf_counter()
         out = fn()
-        t = time.perf_counter() - t0
-        ratios.append(t / r)
-        t_fn.append(t)
+        ratios.append((time.perf_counter() - t0) / r)
         t_ref.append(r)
-    return (float(np.median(ratios)), float(np.median(t_fn)), float(np.median(t_ref)),
-            out)
+    return float(np.median(ratios)), float(np.median(t_ref)), out
 
 
 def machine_line():

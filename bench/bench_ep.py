@@ -71,12 +71,12 @@ def bench_evaluations(sizes, repeat):
         for updates in ("parallel", "sequential"):
             # Parallel evaluations take about a second: 3x as many rounds.
             reps = 3 * repeat if updates == "parallel" else (repeat if n <= 1000 else 1)
-            r_cold, _, c_cold, cold = paired_ratio(
+            r_cold, c_cold, cold = paired_ratio(
                 lambda: _evaluation(kernel, X, y, updates), chol, reps)
-            r_warm, _, c_warm, warm = paired_ratio(
+            r_warm, c_warm, warm = paired_ratio(
                 lambda: _evaluation(moved, X, y, updates, cold.state), chol, reps)
             K_moved = np.asfortranarray(moved(X))
-            r_warm_ep, _, c_ep, _ = paired_ratio(lambda: gpc.infer(
+            r_warm_ep, c_ep, _ = paired_ratio(lambda: gpc.infer(
                 K_moved, y, method="ep", likelihood="probit", updates=updates,
                 init=cold.state, check_psd=False), chol, reps)
             row = dict(n=n, updates=updates,

@@ -31,12 +31,12 @@ def bench_speed(sizes, repeat):
         y = 2.0 * y01 - 1.0
         K = np.asfortranarray(_kernel()(X))
         chol = cholesky_call(K)
-        r_acc, _, c1, acc = paired_ratio(lambda: _fit(K, y, compute_gradient=False),
-                                         chol, repeat)
-        r_plain, _, c2, plain = paired_ratio(
+        r_acc, c1, acc = paired_ratio(lambda: _fit(K, y, compute_gradient=False),
+                                      chol, repeat)
+        r_plain, c2, plain = paired_ratio(
             lambda: _fit(K, y, compute_gradient=False, accelerate=False), chol, repeat)
-        r_grad, _, c3, _ = paired_ratio(lambda: _fit(K, y, compute_gradient=True),
-                                        chol, repeat)
+        r_grad, c3, _ = paired_ratio(lambda: _fit(K, y, compute_gradient=True),
+                                     chol, repeat)
         # The LAPACK work an exact PL iteration cannot do without: the marginal
         # variances diag(Sigma) = (1 - diag(B^{-1})) / tau need the inverse factor,
         # n^3/3 flops like the factorisation.

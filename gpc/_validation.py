@@ -37,11 +37,17 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
         raise ValueError(f"{name} contains NaN or infinity.")
     if asym > symmetry_tol * max(scale, 1e-300):
         raise ValueError(f"{name} must be symmetric.")
-    if K.flags.f_contiguous:
-        return K
-    if K.flags.c_contiguous:
-        return K.T
-    return np.asfortranarray(K)
+    return fortran_view(K)
+
+
+def fortran_view(A):
+    """A symmetric (or transposition-invariant) matrix as a Fortran-ordered float64
+    array: itself, its transpose when it is C ordered (a view of the same memory),
+    or a copy."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.flags.f_contiguous:
+        return A
+    return A.T if A.flags.c_contiguous else np.asfortranarray(A)
 
 
 # n x n float64 arrays a full (O(n^2)) fit holds at once at the least: K, a

@@ -55,6 +55,7 @@ from sklearn.gaussian_process import kernels as _sk
 from sklearn.gaussian_process.kernels import Hyperparameter
 
 from ._kern import sym_stationary, weighted_sqdist_sum
+from ._validation import fortran_view
 
 __all__ = [
     "Kernel",
@@ -362,16 +363,6 @@ def _pairwise_sqdiff(Z):
     return diff
 
 
-def _fortran_view(A):
-    """A as a Fortran-ordered float64 array: itself, its transpose when it is C
-    ordered (for the symmetric weights below transposing changes nothing), or a
-    copy."""
-    A = np.asarray(A, dtype=np.float64)
-    if A.flags.f_contiguous:
-        return A
-    return A.T if A.flags.c_contiguous else np.asfortranarray(A)
-
-
 def _weighted_sqdist_sum(Z, W, anisotropic, K=None):
     """``sum_ij W_ij K_ij (z_ik - z_jk)^2`` for every k (ARD) or summed over k.
 
@@ -390,9 +381,9 @@ def _weighted_sqdist_sum(Z, W, anisotropic, K=None):
     Returns ``(g, total)`` with ``total = sum(W o K)`` (computed on the way).
     """
     # The sum is unchanged by transposing W (or the symmetric K).
-    W = _fortran_view(W)
+    W = fortran_view(W)
     if K is not None:
-        K = _fortran_view(K)
+        K = fortran_view(K)
     g, total = weighted_sqdist_sum(W, np.ascontiguousarray(Z, dtype=np.float64), K)
     if not anisotropic:
         g = np.array([g.sum()])

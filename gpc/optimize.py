@@ -13,6 +13,8 @@ import scipy.optimize
 from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
+from ._validation import fortran_view
+
 
 class LogNormalPrior:
     """Log-normal prior on a positive hyperparameter ``x = exp(theta)``.
@@ -384,9 +386,7 @@ class EvidenceObjective:
         if self.jitter:
             K = np.array(K, copy=True)
             K[np.diag_indices_from(K)] += self.jitter
-        if K.flags.c_contiguous:
-            K = K.T  # symmetric: the transpose is a Fortran view of the same memory
-        return np.asfortranarray(K)
+        return fortran_view(K)
 
     def infer(self, theta=None, compute_gradient=True):
         """Run the inference at theta; returns ``(result, K)``."""
