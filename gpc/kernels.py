@@ -366,10 +366,10 @@ def _pairwise_sqdiff(Z):
 def _weighted_sqdist_sum(Z, W, anisotropic, K=None):
     """``sum_ij W_ij K_ij (z_ik - z_jk)^2`` for every k (ARD) or summed over k.
 
-    Without ``K`` (all ones), ``W`` is scratch owned by the caller
-    (overwritten); it need not be symmetric.  ``K``, when given, is symmetric
-    and neither array is written.  The compiled ``weighted_sqdist_sum`` uses
-    the identity
+    Without ``K`` (all ones), ``W`` is scratch owned by the caller (it may be
+    overwritten); it need not be symmetric.  ``K``, when given, is symmetric
+    and neither array is written.  The compiled ``weighted_sqdist_sum`` sums
+    the pairs directly for up to 16 coordinates; beyond, it uses the identity
 
         sum_ij W_ij (z_ik - z_jk)^2 = sum_i z_ik (r_i z_ik - (M Z)_ik)
 

@@ -131,19 +131,24 @@ cdef inline bint tiles_next(Tiles* t) noexcept nogil:
 
 
 cdef inline void fill_site_dK(double* R, const double* b, const double* u,
-                              int n) noexcept nogil:
-    """R holds S B^{-1} S (lower triangle); overwrite it, both triangles, with
-    dK = (b b' - R)/2 + (u b' + b u')/2 (u may be NULL: no implicit term).  The
-    gradient of every site-form method (R&W Alg. 5.1, 5.2).  One pass in 64 x 64
-    tiles of the lower triangle, so that the mirrored writes stay in cache."""
+                              const double* s, int n) noexcept nogil:
+    """R holds S B^{-1} S (lower triangle), or B^{-1} when the site scales ``s`` are
+    given (then S = diag(s) is applied in the same pass); overwrite it, both
+    triangles, with dK = (b b' - S B^{-1} S)/2 + (u b' + b u')/2 (u may be NULL: no
+    implicit term).  The gradient of every site-form method (R&W Alg. 5.1, 5.2).
+    One pass in 64 x 64 tiles of the lower triangle, so that the mirrored writes
+    stay in cache."""
     cdef int i, j
-    cdef double g
+    cdef double g, r
     cdef Tiles t
     tiles_start(&t, n, 64)
     while tiles_next(&t):
         for j in range(t.j0, t.j1):
             for i in range(t.i0 if t.i0 > j else j, t.i1):
-                g = b[i] * b[j] - R[i + j * n]
+                r = R[i + j * n]
+                if s != NULL:
+                    r = r * (s[i] * s[j])
+                g = b[i] * b[j] - r
                 if u != NULL:
                     g += u[i] * b[j] + b[i] * u[j]
                 g *= 0.5

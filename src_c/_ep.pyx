@@ -35,8 +35,8 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport (dsyr, dtrmm, dsyrk, dtrmv, dsymm, dtrsm, dgemv, ssymv,
-                                      ssyrk)
+from scipy.linalg.cython_blas cimport (ddot, dsyr, dtrmm, dsyrk, dtrmv, dsymm, dtrsm,
+                                      dgemv, ssymv, ssyrk)
 from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
 from _blas cimport (Tiles, chol_lower, chol_site_matrix, chol_solve_lower, fill_site_dK,
@@ -278,6 +278,10 @@ cdef void _mean(const double* K, const double* Linv, const double* S, const doub
     symv_lower(K, n, bvec, mu, 1.0, 0.0)           # mu = K b = Sigma nu
 
 
+cdef enum:
+    SMALL_SITES_TRMM = 8   # fewer small-precision sites: one dtrmv each, not dtrmm
+
+
 cdef void _marginal_variances(const double* K, const double* Linv, const double* S,
                               int n, double* var, int* idx, double* block,
                               int nb) noexcept nogil:
@@ -286,13 +290,14 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
     about sqrt(n) 1e-16, so var_i is then accurate to about 5e-10 at n = 2000.  The
     other sites (small site precision: well-classified points) use
     K_ii - |L^{-1} S K e_i|^2, computed nb columns at a time with one triangular
-    matrix product (level-3 BLAS) per block."""
+    matrix product (level-3 BLAS) per block, or one matrix-vector product per
+    column for fewer than SMALL_SITES_TRMM of them."""
     cdef char side = b'L'
     cdef char uplo = b'L'
     cdef char trans = b'N'
     cdef char diag = b'N'
     cdef double one = 1.0
-    cdef int i, k, m = 0, start, cnt, c
+    cdef int i, k, m = 0, start, cnt, c, one_i = 1
     cdef double binv, q, s
     if _no_positive_site(S, n):
         # S = 0: Sigma_+ = K (every site would otherwise take the O(n^2) path).
@@ -300,9 +305,9 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
             var[i] = K[i + i * n]
         return
     for i in range(n):
-        binv = 0.0
-        for k in range(i, n):
-            binv += Linv[k + i * n] * Linv[k + i * n]
+        cnt = n - i
+        binv = ddot(&cnt, <double*> &Linv[i + i * n], &one_i, <double*> &Linv[i + i * n],
+                    &one_i)
         q = 1.0 - binv
         if S[i] > 0.0 and q > 1e-5:
             var[i] = q / (S[i] * S[i])
@@ -317,7 +322,14 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
             for k in range(n):
                 # column i of symmetric K from its lower triangle
                 block[k + c * n] = S[k] * _ksym(K, k, i, n)
-        dtrmm(&side, &uplo, &trans, &diag, &n, &cnt, &one, <double*> Linv, &n, block, &n)
+        if cnt >= SMALL_SITES_TRMM:
+            dtrmm(&side, &uplo, &trans, &diag, &n, &cnt, &one, <double*> Linv, &n, block,
+                  &n)
+        else:
+            # dtrmm packs all of L^{-1} whatever the block's width: for a few
+            # columns, matrix-vector products are cheaper.
+            for c in range(cnt):
+                _trmv(Linv, n, block + c * n, False)
         for c in range(cnt):
             i = idx[start + c]
             s = 0.0
@@ -1338,11 +1350,13 @@ def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,
     if n == 0:
         return
     with nogil:
-        scale_site_inverse(&dK[0, 0], &S[0], n)
-        if m > 0:
+        if m == 0:
+            fill_site_dK(&dK[0, 0], &b[0], NULL, &S[0], n)   # scaled in the pass
+        else:
+            scale_site_inverse(&dK[0, 0], &S[0], n)
             dsyrk(&lo, &notr, &n, &m, &minus, <double*> &Q[0, 0], &n, &pone,
                   &dK[0, 0], &n)
-        fill_site_dK(&dK[0, 0], &b[0], NULL, n)
+            fill_site_dK(&dK[0, 0], &b[0], NULL, NULL, n)
 
 
 def pl_correction_gradients(int lik, const double[::1] par, const double[::1] quad_x,

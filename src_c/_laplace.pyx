@@ -308,7 +308,7 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
                 for i in range(n):
                     u[i] = s2[i]
                 symv_lower(R, n, tmp, u, -1.0, 1.0)
-                fill_site_dK(R, &alpha[0], u, n)
+                fill_site_dK(R, &alpha[0], u, NULL, n)
     finally:
         free(work)
     return info

@@ -391,10 +391,13 @@ def test_compiled_exp_is_accurate_to_a_few_ulp():
         assert (K[ref == 0.0] == 0.0).all() and (K[ref > 0.0] > 0.0).all()
 
 
-@pytest.mark.parametrize("n, d", [(0, 2), (1, 3), (64, 2), (65, 1), (130, 5), (20, 0)])
+@pytest.mark.parametrize("n, d", [(0, 2), (1, 3), (64, 2), (65, 1), (130, 5), (20, 0),
+                                  (67, 13), (66, 16), (70, 17)])
 def test_compiled_weighted_sqdist_sum_matches_pairwise_sum(n, d):
     # The one-pass contraction behind the length-scale gradients, against the
     # (n, n, d) tensor of squared differences; W is not symmetric, and is scratch.
+    # Up to 16 coordinates the pairs are summed directly (_pairs.h, padded to a
+    # multiple of 4); from 17 on through the BLAS identity.
     from gpc._kern import weighted_sqdist_sum
 
     rng = np.random.default_rng(7 * n + d)

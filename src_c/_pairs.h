@@ -1,0 +1,120 @@
+/* Weighted sums of squared coordinate differences over the pairs of a symmetric
+ * kernel matrix, in one pass and without an n x n temporary.
+ *
+ *   g_k += sum_{i > j} m_ij (z_ik - z_jk)^2,   m_ij = (W_ij + W_ji) K_ij,
+ *
+ * and the sum of the m_ij is returned (K may be NULL: K_ij = 1).  This is the
+ * contraction behind a stationary kernel's length-scale gradients (see
+ * weighted_sqdist_sum in _kern.pyx).  W and K are n x n, Fortran ordered; only the
+ * lower triangle of K is read.  Z is n x DP, row major, with DP a multiple of 4 up to
+ * 16 (the caller pads the coordinates with zero columns, which add nothing).
+ *
+ * The differences are formed pair by pair, so nothing cancels (the identity
+ * sum_i z_ik (r_i z_ik - (M Z)_ik) of the general path loses digits to cancellation
+ * and needs M written out for a BLAS product).  The lower triangle is walked in
+ * 64 x 64 tiles so that the transposed reads W_ji stay in cache; inside a tile two
+ * rows are handled at a time with separate accumulators, and the coordinate loop,
+ * of constant length, becomes SIMD code (an AVX2 clone is added on x86-64 with
+ * glibc, as in _vexp.h).
+ */
+#ifndef GPC_PAIRS_H
+#define GPC_PAIRS_H
+
+#include "_vexp.h"   /* GPC_VEXP_CLONES: the target_clones attribute, or nothing */
+
+#define GPC_PAIRS_TILE 64
+
+/* Four doubles, as GCC's and Clang's vector extension (SSE2 pairs of registers in
+ * the default clone, one AVX2 register in the other). */
+typedef double gpc_v4 __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) gpc_v4
+gpc_v4_load(const double *p)
+{
+    gpc_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline __attribute__((always_inline)) double
+gpc_pairs_body(const double *restrict W, const double *restrict K,
+               const double *restrict Z, int n, const int NV, const int weighted,
+               double *restrict g)
+{
+    const int DP = 4 * NV;
+    gpc_v4 acc[4][4];                  /* [row of the unrolled four][coordinates] */
+    double t[4] = {0.0, 0.0, 0.0, 0.0};
+    long nn = n;
+    int ib, jb, i, j, r, v;
+    for (r = 0; r < 4; r++)
+        for (v = 0; v < NV; v++)
+            acc[r][v] = (gpc_v4) {0.0, 0.0, 0.0, 0.0};
+    for (jb = 0; jb < n; jb += GPC_PAIRS_TILE) {
+        int j1 = jb + GPC_PAIRS_TILE < n ? jb + GPC_PAIRS_TILE : n;
+        for (ib = jb; ib < n; ib += GPC_PAIRS_TILE) {
+            int i1 = ib + GPC_PAIRS_TILE < n ? ib + GPC_PAIRS_TILE : n;
+            for (j = jb; j < j1; j++) {
+                const double *wc = W + j * nn;      /* column j: W_ij */
+                const double *kc = K + j * nn;
+                gpc_v4 zj[4];
+                for (v = 0; v < NV; v++)
+                    zj[v] = gpc_v4_load(Z + (long) j * DP + 4 * v);
+                i = ib > j + 1 ? ib : j + 1;
+                for (; i + 3 < i1; i += 4) {
+                    for (r = 0; r < 4; r++) {
+                        const double *zi = Z + (long) (i + r) * DP;
+                        double m = wc[i + r] + W[j + (i + r) * nn];
+                        if (weighted)
+                            m *= kc[i + r];
+                        t[r] += m;
+                        for (v = 0; v < NV; v++) {
+                            gpc_v4 d = gpc_v4_load(zi + 4 * v) - zj[v];
+                            acc[r][v] += m * (d * d);
+                        }
+                    }
+                }
+                for (; i < i1; i++) {
+                    const double *zi = Z + (long) i * DP;
+                    double m = wc[i] + W[j + i * nn];
+                    if (weighted)
+                        m *= kc[i];
+                    t[0] += m;
+                    for (v = 0; v < NV; v++) {
+                        gpc_v4 d = gpc_v4_load(zi + 4 * v) - zj[v];
+                        acc[0][v] += m * (d * d);
+                    }
+                }
+            }
+        }
+    }
+    for (v = 0; v < NV; v++) {
+        gpc_v4 s = (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]);
+        g[4 * v] += s[0];
+        g[4 * v + 1] += s[1];
+        g[4 * v + 2] += s[2];
+        g[4 * v + 3] += s[3];
+    }
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+/* The instances for DP = 4, 8, 12, 16; returns the sum of the m_ij, or NAN for an
+ * unsupported DP (the caller only passes those four). */
+GPC_VEXP_CLONES
+static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double *Z,
+                                  int n, int dp, double *g)
+{
+    int w = K != 0;
+    switch (dp * 2 + w) {
+    case 8:  return gpc_pairs_body(W, K, Z, n, 1, 0, g);
+    case 9:  return gpc_pairs_body(W, K, Z, n, 1, 1, g);
+    case 16: return gpc_pairs_body(W, K, Z, n, 2, 0, g);
+    case 17: return gpc_pairs_body(W, K, Z, n, 2, 1, g);
+    case 24: return gpc_pairs_body(W, K, Z, n, 3, 0, g);
+    case 25: return gpc_pairs_body(W, K, Z, n, 3, 1, g);
+    case 32: return gpc_pairs_body(W, K, Z, n, 4, 0, g);
+    case 33: return gpc_pairs_body(W, K, Z, n, 4, 1, g);
+    default: return __builtin_nan("");
+    }
+}
+
+#endif
