@@ -2,11 +2,13 @@
 #
 # K(X, X) for n points is the most repeated O(n^2) step of evidence maximisation.  The
 # NumPy expression (Gram matrix, outer sum, subtraction, clipping, exp, scaling) makes
-# six full passes over n x n temporaries; here the Gram matrix comes from one BLAS
-# dsyrk on the lower triangle and a single tiled pass turns it into the distances (or
-# the squared-exponential values, by the vectorised exp of _vexp.h) and mirrors them,
-# so the result is exactly symmetric and costs about a fifth of a Cholesky of the
-# same size at n = 2000 (0.23 in bench/results/ep_profile.md; 0.31 with libm's exp).
+# six full passes over n x n temporaries; here a single tiled pass over the lower
+# triangle forms the distances (for up to 16 coordinates from the differences,
+# vectorised over the rows in _pairs.h; beyond, from the Gram matrix of one BLAS
+# dsyrk), turns them into the squared-exponential values by the vectorised exp of
+# _vexp.h, and mirrors them, so the result is exactly symmetric.  At n = 2000, d = 8
+# the SE matrix takes 15 ms here (26 ms with the dsyrk Gram matrix, about a quarter
+# of a Cholesky of the same size: bench/results/ep_profile.md).
 #
 # The length-scale gradients of the same kernels contract dK with K and the squared
 # coordinate differences; ``weighted_sqdist_sum`` does that in one tiled pass over
@@ -27,6 +29,8 @@ cdef extern from "_vexp.h" nogil:
 cdef extern from "_pairs.h" nogil:
     double gpc_pair_sqdiff_sum(const double* W, const double* K, const double* Z,
                                int n, int dp, double* g)
+    void gpc_neg_half_sqdist_col(double* col, const double* Zf, long n, int d, int j,
+                                 int i0, int i1)
 
 # Up to this many coordinates the contraction sums over pairs directly
 # (``_pairs.h``); beyond it the cost per pair grows with d and the BLAS path wins.
@@ -41,10 +45,12 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
     squared distances of a stationary kernel).  With ``se`` True: the
     squared-exponential ``variance * exp(-0.5 |z_i - z_j|^2)``, diagonal ``variance``.
 
-    Distances are ``z_i . z_j - (h_i + h_j)`` with ``h = |z|^2 / 2`` (the same
-    arithmetic as the NumPy path in gpc.kernels), computed on the lower triangle and
-    mirrored.  Returns a Fortran-ordered float64 array (symmetric, so its C-order
-    reading is the same matrix).
+    For d <= 16 the distances are summed coordinate by coordinate from the
+    differences (no cancellation); beyond, as ``z_i . z_j - (h_i + h_j)`` with
+    ``h = |z|^2 / 2`` (one BLAS dsyrk; the arithmetic of the NumPy path in
+    gpc.kernels).  Either way on the lower triangle, then mirrored.  Returns a
+    Fortran-ordered float64 array (symmetric, so its C-order reading is the same
+    matrix).
 
     Examples
     --------
@@ -62,39 +68,43 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
     cdef double v, zero = 0.0, one = 1.0
     cdef char lo = b'L'
     cdef char tr = b'T'
+    cdef bint direct = d <= PAIRS_MAX_D
+    cdef double* col
     out = np.empty((n, n), order="F")
     if n == 0:
         return out
     cdef double[::1, :] K = out
-    cdef double[::1] h = np.empty(n)
+    cdef double[::1] h = np.zeros(n)
+    # the coordinates column by column for the direct path (d > 0 only: no element)
+    cdef double[::1, :] Zf = np.asfortranarray(Z if direct and d > 0 else np.zeros((1, 1)))
     with nogil:
-        for i in range(n):
-            v = 0.0
-            for k in range(d):
-                v = v + Z[i, k] * Z[i, k]
-            h[i] = 0.5 * v
-        if d > 0:
+        if not direct:
+            for i in range(n):
+                v = 0.0
+                for k in range(d):
+                    v = v + Z[i, k] * Z[i, k]
+                h[i] = 0.5 * v
             # Z (C order, n x d) is the Fortran d x n matrix Z'; K = (Z')' Z' = Z Z'.
             dsyrk(&lo, &tr, &n, &d, &one, <double*> &Z[0, 0], &d, &zero, &K[0, 0], &n)
-        else:
-            for j in range(n):
-                for i in range(j, n):
-                    K[i, j] = 0.0
         tiles_start(&t, n, 64)
         while tiles_next(&t):
             for j in range(t.j0, t.j1):
                 i0 = t.i0 if t.i0 > j + 1 else j + 1
+                col = &K[0, j]
+                if direct:
+                    gpc_neg_half_sqdist_col(col, &Zf[0, 0], Zf.shape[0], d, j, i0,
+                                            t.i1)
                 for i in range(i0, t.i1):
-                    v = K[i, j] - (h[i] + h[j])
+                    v = col[i] if direct else col[i] - (h[i] + h[j])
                     if v > 0.0:
                         v = 0.0
                     elif se and v < -746.0:
                         v = -746.0                 # exp underflows to 0 from -745.2
-                    K[i, j] = v
+                    col[i] = v
                 if se and t.i1 > i0:
-                    gpc_scaled_exp(&K[i0, j], t.i1 - i0, variance)
+                    gpc_scaled_exp(&col[i0], t.i1 - i0, variance)
                 for i in range(i0, t.i1):
-                    K[j, i] = K[i, j]
+                    K[j, i] = col[i]
         for j in range(n):
             K[j, j] = variance if se else 0.0
     return out

@@ -1,5 +1,7 @@
-/* Weighted sums of squared coordinate differences over the pairs of a symmetric
- * kernel matrix, in one pass and without an n x n temporary.
+/* Squared coordinate differences over the pairs of points, for stationary kernels:
+ * a column of scaled squared distances (gpc_neg_half_sqdist_col, for the kernel
+ * matrix), and weighted sums over the pairs of a symmetric kernel matrix in one
+ * pass without an n x n temporary (gpc_pair_sqdiff_sum, for its gradients):
  *
  *   g_k += sum_{i > j} m_ij (z_ik - z_jk)^2,   m_ij = (W_ij + W_ji) K_ij,
  *
@@ -114,6 +116,41 @@ static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double
     case 32: return gpc_pairs_body(W, K, Z, n, 4, 0, g);
     case 33: return gpc_pairs_body(W, K, Z, n, 4, 1, g);
     default: return __builtin_nan("");
+    }
+}
+
+/* col[i] = -0.5 sum_k (z_ik - z_jk)^2 for i0 <= i < i1, from the d columns of Zf
+ * (n x d, Fortran ordered: coordinate k of point i at Zf[k n + i]): the scaled
+ * squared distances of one column of a stationary kernel matrix, formed from the
+ * differences (no cancellation), eight rows at a time with the coordinates summed in
+ * registers. */
+GPC_VEXP_CLONES
+static void gpc_neg_half_sqdist_col(double *restrict col, const double *restrict Zf,
+                                    long n, int d, int j, int i0, int i1)
+{
+    int i = i0, k;
+    for (; i + 8 <= i1; i += 8) {
+        gpc_v4 a = {0.0, 0.0, 0.0, 0.0}, b = a;
+        for (k = 0; k < d; k++) {
+            const double *zk = Zf + k * n;
+            double zj = zk[j];
+            gpc_v4 d0 = gpc_v4_load(zk + i) - zj;
+            gpc_v4 d1 = gpc_v4_load(zk + i + 4) - zj;
+            a += d0 * d0;
+            b += d1 * d1;
+        }
+        a *= -0.5;
+        b *= -0.5;
+        memcpy(col + i, &a, sizeof a);
+        memcpy(col + i + 4, &b, sizeof b);
+    }
+    for (; i < i1; i++) {
+        double acc = 0.0;
+        for (k = 0; k < d; k++) {
+            double dz = Zf[k * n + i] - Zf[k * n + j];
+            acc += dz * dz;
+        }
+        col[i] = -0.5 * acc;
     }
 }
 
