@@ -30,7 +30,6 @@
 
 from libc.math cimport exp, fabs, log, sqrt, isfinite, INFINITY, M_PI, NAN
 from libc.stdlib cimport malloc, free
-from posix.stdlib cimport posix_memalign
 from libc.string cimport memcpy
 
 import numpy as np
@@ -43,6 +42,32 @@ from _blas cimport (Tiles, chol_lower, chol_site_matrix, chol_solve_lower, fill_
                    scale_site_inverse, symv_lower, tiles_next, tiles_start)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, Quad, lik_derivs,
                   lik_gauss_moments)
+
+
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    /* An n x n scratch buffer, first written inside the run: with 4 KB pages that
+     * costs a page fault per 4 KB (5 ms for the 16 MB single-precision buffer at
+     * n = 2000 here, a tenth of a Cholesky).  Aligned to 2 MB and, on Linux, marked
+     * for transparent huge pages (honoured where they are enabled, as NumPy does
+     * for its large arrays).  Freed with free(); NULL when out of memory. */
+    static void *_big_alloc(size_t size)
+    {
+        void *p = NULL;
+        size_t align = size >= ((size_t) 1 << 21) ? (size_t) 1 << 21 : 64;
+        if (posix_memalign(&p, align, size ? size : 1) != 0)
+            return NULL;
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        (void) madvise(p, size, MADV_HUGEPAGE);
+    #endif
+        return p;
+    }
+    """
+    void* _big_alloc(size_t size) nogil
 
 
 cdef enum:
@@ -282,23 +307,29 @@ cdef enum:
     SMALL_SITES_TRMM = 8   # fewer small-precision sites: one dtrmv each, not dtrmm
 
 
-cdef void _marginal_variances(const double* K, const double* Linv, const double* S,
-                              int n, double* var, int* idx, double* block,
-                              int nb) noexcept nogil:
+cdef void _marginal_variances(const double* K, const double* L, const double* Linv,
+                              const double* S, int n, double* var, int* idx,
+                              double* block, int nb) noexcept nogil:
     """var_i = Sigma_ii.  With q_i = 1 - (B^{-1})_ii = tau_i Sigma_ii, var_i = q_i/tau_i
     when q_i > 1e-5: (B^{-1})_ii, a sum of n squares, carries a rounding error of
     about sqrt(n) 1e-16, so var_i is then accurate to about 5e-10 at n = 2000.  The
     other sites (small site precision: well-classified points) use
-    K_ii - |L^{-1} S K e_i|^2, computed nb columns at a time with one triangular
-    matrix product (level-3 BLAS) per block, or one matrix-vector product per
-    column for fewer than SMALL_SITES_TRMM of them."""
+    K_ii - |y|^2 with y = L^{-1} S K e_i.  Given the double-precision factor L (not
+    NULL), and s_i > 1e-100, y costs O(n): L L' = I + S K S gives
+    s_i y = L' e_i - L^{-1} e_i, row i of L and column i of L^{-1}, both O(s_i) off
+    the diagonal with full relative accuracy; the diagonal entry, a difference of
+    two numbers near 1, comes from the factorisation's own recurrence,
+    L_ii^2 - 1 = s_i^2 K_ii - sum_{j<i} L_ij^2, without cancellation.  Otherwise y
+    is computed nb columns at a time with one triangular matrix product (level-3
+    BLAS) per block, or one matrix-vector product per column for fewer than
+    SMALL_SITES_TRMM of them."""
     cdef char side = b'L'
     cdef char uplo = b'L'
     cdef char trans = b'N'
     cdef char diag = b'N'
     cdef double one = 1.0
-    cdef int i, k, m = 0, start, cnt, c, one_i = 1
-    cdef double binv, q, s
+    cdef int i, j, k, m = 0, start, cnt, c, one_i = 1
+    cdef double binv, q, s, si, u, row, yi
     if _no_positive_site(S, n):
         # S = 0: Sigma_+ = K (every site would otherwise take the O(n^2) path).
         for i in range(n):
@@ -309,8 +340,22 @@ cdef void _marginal_variances(const double* K, const double* Linv, const double*
         binv = ddot(&cnt, <double*> &Linv[i + i * n], &one_i, <double*> &Linv[i + i * n],
                     &one_i)
         q = 1.0 - binv
-        if S[i] > 0.0 and q > 1e-5:
-            var[i] = q / (S[i] * S[i])
+        si = S[i]
+        if si > 0.0 and q > 1e-5:
+            var[i] = q / (si * si)
+        elif L != NULL and si > 1e-100:
+            row = 0.0                                  # sum_{j<i} (L_ij / s_i)^2
+            for j in range(i):
+                u = L[i + j * n] / si
+                row += u * u
+            yi = si * (K[i + i * n] - row) / L[i + i * n]
+            cnt = n - i - 1
+            s = ddot(&cnt, <double*> &Linv[i + 1 + i * n], &one_i,
+                     <double*> &Linv[i + 1 + i * n], &one_i) / (si * si) if cnt > 0 \
+                else 0.0
+            var[i] = K[i + i * n] - row - yi * yi - s
+            if var[i] < 1e-300:
+                var[i] = 1e-300
         else:
             idx[m] = i
             m += 1
@@ -367,13 +412,14 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
     return 0
 
 
-cdef void _marginals(const double* K, const double* Linv, const double* S,
-                     const double* nu, int n, double* var, double* mu, double* bvec,
-                     double* t, double* w, int* idx, double* block, int nb,
+cdef void _marginals(const double* K, const double* L, const double* Linv,
+                     const double* S, const double* nu, int n, double* var, double* mu,
+                     double* bvec, double* t, double* w, int* idx, double* block, int nb,
                      double* Sigma, double* V, const Neg* ng) noexcept nogil:
-    """Marginal variances and means (and b) at the sites factorised in Linv and ng.
-    With a Sigma buffer (sequential EP) the full covariance is rebuilt and its
-    diagonal taken; otherwise only the diagonal is computed."""
+    """Marginal variances and means (and b) at the sites factorised in L (the
+    double-precision factor, or NULL after a single-precision factorisation), Linv
+    and ng.  With a Sigma buffer (sequential EP) the full covariance is rebuilt and
+    its diagonal taken; otherwise only the diagonal is computed."""
     cdef char lo = b'L'
     cdef char notr = b'N'
     cdef char tr = b'T'
@@ -388,7 +434,7 @@ cdef void _marginals(const double* K, const double* Linv, const double* S,
             if var[i] < 1e-300:
                 var[i] = 1e-300
     else:
-        _marginal_variances(K, Linv, S, n, var, idx, block, nb)
+        _marginal_variances(K, L, Linv, S, n, var, idx, block, nb)
         for i in range(n):
             acc = 0.0
             for c in range(m):
@@ -1032,17 +1078,16 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         damping = damping_start
     # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
     if not want_binv:
-        own_linv = <double*> malloc(n * n * sizeof(double))
+        own_linv = <double*> _big_alloc(<size_t> n * n * sizeof(double))
     Linv = own_linv if not want_binv else &Binv[0, 0]
     work = <double*> malloc((17 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
     if parallel:
-        if posix_memalign(<void**> &M32, 64, n * n * sizeof(float)) != 0:
-            M32 = NULL
+        M32 = <float*> _big_alloc(<size_t> n * n * sizeof(float))
     block = <double*> malloc(n * nb * sizeof(double))
     idx = <int*> malloc(n * sizeof(int))
     if not parallel:
-        Sigma = <double*> malloc(n * n * sizeof(double))
-        V = <double*> malloc(n * n * sizeof(double))
+        Sigma = <double*> _big_alloc(<size_t> n * n * sizeof(double))
+        V = <double*> _big_alloc(<size_t> n * n * sizeof(double))
     if _neg_init(&ng, n) != 0 or Linv == NULL or work == NULL or block == NULL \
             or idx == NULL or (not parallel and (Sigma == NULL or V == NULL)) \
             or (parallel and M32 == NULL):
@@ -1072,8 +1117,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         taup[i] = 0.0
                 status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
             if status == ST_OK:
-                _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
-                           idx, block, nb, Sigma, V, &ng)
+                _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup, n, &var[0],
+                           &mu[0], &b[0], t, w, idx, block, nb, Sigma, V, &ng)
                 logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
                                      n, &dlik0, &n_bad)
             while parallel and status == ST_OK:
@@ -1089,8 +1134,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
                     if status != ST_OK:
                         break
-                    _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
-                               idx, block, nb, Sigma, V, &ng)
+                    _marginals(Kp, Lp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
+                               w, idx, block, nb, Sigma, V, &ng)
                     logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp,
                                          ng.logdet, n, &dlik0, &n_bad)
                     continue
@@ -1195,8 +1240,9 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         else:
                             status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
                         if status == ST_OK:
-                            _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0],
-                                       t, w, idx, block, nb, Sigma, V, &ng)
+                            _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup,
+                                       n, &var[0], &mu[0], &b[0], t, w, idx, block,
+                                       nb, Sigma, V, &ng)
                             if clip or _n_improper_cavities(taup, &var[0], n) \
                                     <= n_improper:
                                 break
@@ -1304,8 +1350,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     status = ST_NOT_PD
                 if status != ST_OK:
                     break
-                _marginals(Kp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t, w,
-                           idx, block, nb, Sigma, V, &ng)
+                _marginals(Kp, Lp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
+                           w, idx, block, nb, Sigma, V, &ng)
                 change = 0.0
                 for i in range(n):
                     change = _max_change(change, tau_old[i], taup[i])

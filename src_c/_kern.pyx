@@ -76,7 +76,8 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
     cdef double[::1, :] K = out
     cdef double[::1] h = np.zeros(n)
     # the coordinates column by column for the direct path (d > 0 only: no element)
-    cdef double[::1, :] Zf = np.asfortranarray(Z if direct and d > 0 else np.zeros((1, 1)))
+    cdef double[::1, :] Zf = np.asfortranarray(
+        Z if direct and d > 0 else np.zeros((1, 1)))
     with nogil:
         if not direct:
             for i in range(n):

@@ -237,6 +237,31 @@ def test_gaussian_likelihood_gives_exact_regression(updates, s2, ell, sf2, rtol)
                                rtol=1e-8, atol=1e-12 * sf2)
 
 
+@pytest.mark.parametrize("updates", ["sequential", "parallel"])
+def test_marginal_variances_of_weak_sites_are_exact(updates):
+    # Noise variance 1e6 against a prior variance of 2: every site is weak,
+    # q_i = tau_i Sigma_ii ~ 2e-6, so 1 - (B^{-1})_ii would lose about ten digits.
+    # Parallel EP takes such sites through L^{-1} S K e_i (computed in O(n) from L
+    # and L^{-1} after a double-precision factorisation, by dtrmm after the
+    # single-precision one it starts with); sequential EP from the full Sigma.
+    Gaussian = _gaussian_likelihood_or_skip()
+    rng = np.random.RandomState(5)
+    n, s2 = 40, 1e6
+    X = rng.randn(n, 2)
+    y = 1e3 * np.sin(X[:, 0]) + 1e3 * rng.randn(n)
+    K = se(X, 0.8, 2.0)
+    C = K + s2 * np.eye(n)
+    var = np.diag(K) - np.einsum("ij,ij->j", K, np.linalg.solve(C, K))
+    res = ep(K, y, Gaussian(s2), updates=updates)
+    assert res.info["converged"]
+    assert (np.diag(K) - var).max() < 1e-4 * np.diag(K).min()      # weak sites indeed
+    np.testing.assert_allclose(res.info["var"], var, rtol=1e-13)
+    np.testing.assert_allclose(res.info["mean"], K @ np.linalg.solve(C, y), rtol=1e-9,
+                               atol=1e-12 * np.abs(y).max())
+    assert res.log_evidence == pytest.approx(
+        multivariate_normal(np.zeros(n), C).logpdf(y), rel=1e-12)
+
+
 # --- 4. small n against the true evidence ---------------------------------------------
 
 def _true_n1(name, y, k):
