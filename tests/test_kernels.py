@@ -354,10 +354,12 @@ def test_kernel_matrix_symmetric_psd_and_diag(case):
     assert is_psd_by_construction(kernel)
 
 
-@pytest.mark.parametrize("n, d", [(0, 2), (1, 3), (64, 1), (65, 2), (130, 5)])
+@pytest.mark.parametrize("n, d", [(0, 2), (1, 3), (64, 1), (65, 2), (130, 5), (70, 16),
+                                  (67, 17), (9, 0)])
 def test_compiled_symmetric_matrix_matches_direct_formula(n, d):
     # The one-pass routine behind K(X, X) of the stationary kernels, against the
-    # distances written out pairwise (n across the 64-wide tiles).
+    # distances written out pairwise (n across the 64-wide tiles; up to d = 16 from
+    # the coordinate differences, eight rows at a time, beyond from a Gram matrix).
     from gpc._kern import sym_stationary
 
     Z = np.random.default_rng(n + d).normal(size=(n, d)) * 2.0
