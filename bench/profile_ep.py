@@ -97,7 +97,8 @@ def profile(n, repeat):
              "`bench/ep_timers.patch` applied (timers around each step of the "
              "compiled EP loop; see the script). Same data, kernel and warm start "
              "as the EP speed table; means over the runs and their units, where "
-             "that table takes the best run.")
+             "that table takes the median of per-round ratios (the two differ by "
+             "a few tenths: this machine's speed drifts).")
     rest = t_infer - sum(total[i] for _, i in STEPS)
     lines = ["# Where a warm-started parallel EP evaluation spends its time", "",
              intro, "", machine_line(), "", head, "",
