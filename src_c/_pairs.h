@@ -14,17 +14,22 @@
  * The differences are formed pair by pair, so nothing cancels (the identity
  * sum_i z_ik (r_i z_ik - (M Z)_ik) of the general path loses digits to cancellation
  * and needs M written out for a BLAS product).  The lower triangle is walked in
- * 64 x 64 tiles so that the transposed reads W_ji stay in cache; inside a tile two
+ * 64 x 64 tiles so that the transposed reads W_ji stay in cache; inside a tile four
  * rows are handled at a time with separate accumulators, and the coordinate loop,
  * of constant length, becomes SIMD code (an AVX2 clone is added on x86-64 with
- * glibc, as in _vexp.h).
+ * glibc, as in _vexp.h).  The SIMD code uses the vector extension of GCC and
+ * Clang; other compilers get the same sums in plain loops.
  */
 #ifndef GPC_PAIRS_H
 #define GPC_PAIRS_H
 
+#include <math.h>
 #include "_vexp.h"   /* GPC_VEXP_CLONES: the target_clones attribute, or nothing */
 
 #define GPC_PAIRS_TILE 64
+
+/* -DGPC_PAIRS_PLAIN builds the plain loops (to test them with GCC). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(GPC_PAIRS_PLAIN)
 
 /* Four doubles, as GCC's and Clang's vector extension (SSE2 pairs of registers in
  * the default clone, one AVX2 register in the other). */
@@ -115,7 +120,7 @@ static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double
     case 25: return gpc_pairs_body(W, K, Z, n, 3, 1, g);
     case 32: return gpc_pairs_body(W, K, Z, n, 4, 0, g);
     case 33: return gpc_pairs_body(W, K, Z, n, 4, 1, g);
-    default: return __builtin_nan("");
+    default: return NAN;
     }
 }
 
@@ -154,4 +159,41 @@ static void gpc_neg_half_sqdist_col(double *restrict col, const double *restrict
     }
 }
 
+#else   /* no vector extension: the same sums, plain loops (not tiled) */
+
+static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double *Z,
+                                  int n, int dp, double *g)
+{
+    double total = 0.0;
+    long nn = n;
+    int i, j, k;
+    for (j = 0; j < n; j++)
+        for (i = j + 1; i < n; i++) {
+            double m = W[i + j * nn] + W[j + i * nn];
+            if (K)
+                m *= K[i + j * nn];
+            total += m;
+            for (k = 0; k < dp; k++) {
+                double dz = Z[(long) i * dp + k] - Z[(long) j * dp + k];
+                g[k] += m * dz * dz;
+            }
+        }
+    return total;
+}
+
+static void gpc_neg_half_sqdist_col(double *col, const double *Zf, long n, int d,
+                                    int j, int i0, int i1)
+{
+    int i, k;
+    for (i = i0; i < i1; i++) {
+        double acc = 0.0;
+        for (k = 0; k < d; k++) {
+            double dz = Zf[k * n + i] - Zf[k * n + j];
+            acc += dz * dz;
+        }
+        col[i] = -0.5 * acc;
+    }
+}
+
+#endif
 #endif
