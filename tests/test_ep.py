@@ -262,6 +262,29 @@ def test_marginal_variances_of_weak_sites_are_exact(updates):
         multivariate_normal(np.zeros(n), C).logpdf(y), rel=1e-12)
 
 
+def test_marginal_variance_of_a_weak_site_among_strong_ones_is_exact():
+    # Probit EP on 8-D data where one site ends weak (q_i = tau_i Sigma_ii <= 1e-5)
+    # among strong ones: its variance comes from row i of L and column i of L^{-1},
+    # whose entries are O(s_i) also next to strong sites.
+    rng = np.random.RandomState(1)
+    n, d = 800, 8
+    X = rng.randn(n, d)
+    f = np.sin(X @ rng.randn(d) / np.sqrt(d)) * 2 + 0.5 * X[:, 0] * X[:, 1]
+    y = np.where(f + 0.6 * rng.randn(n) > 0, 1.0, -1.0)
+    K = 5.0 * np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / d)
+    res = ep(K, y, gpc.likelihoods.get_likelihood("probit"), updates="parallel")
+    tau = res.state["tau"]
+    s = np.sqrt(tau)
+    B = np.eye(n) + s[:, None] * K * s[None, :]
+    var = np.diag(K) - np.einsum("ij,ij->j", K, s[:, None] * np.linalg.solve(
+        B, s[:, None] * K))
+    weak = tau * var <= 1e-5
+    assert 1 <= weak.sum() < n
+    err = np.abs(res.info["var"] - var) / var
+    assert err[weak].max() < 1e-13
+    assert err.max() < 1e-9         # the others from 1 - (B^{-1})_ii (see _ep.pyx)
+
+
 # --- 4. small n against the true evidence ---------------------------------------------
 
 def _true_n1(name, y, k):
