@@ -157,8 +157,11 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
     g = np.zeros(d)
     if n == 0:
         return g, 0.0
+    # The diagonal of W o K: in the total only (diagonal pairs add nothing to g).
+    for j in range(n):
+        total += W[j, j] * Kv[j, j] if weighted else W[j, j]
     if 0 < d <= PAIRS_MAX_D:
-        return _pairs_path(W, Z, Kv if weighted else None, g)
+        return g, total + _pair_sum(W, Z, Kv if weighted else None, g)
     if weighted:
         M = np.empty((n, n), order="F")          # only its lower triangle is used
     cdef double[::1] r = np.zeros(n)
@@ -180,7 +183,6 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
                 r[j] += acc
                 total += acc
         for j in range(n):
-            total += W[j, j] * Kv[j, j] if weighted else W[j, j]
             M[j, j] = 0.0
         if d > 0:
             dsymm(&left, &lo, &n, &d, &one, &M[0, 0], &n, &Zf[0, 0], &n, &zero,
@@ -194,11 +196,11 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
     return g, total
 
 
-cdef _pairs_path(double[::1, :] W, const double[:, ::1] Z, K, g):
-    """``weighted_sqdist_sum`` for d <= PAIRS_MAX_D: the pair sum of ``_pairs.h`` on
-    the coordinates padded with zero columns to a multiple of 4, plus the diagonal
-    of W o K in the total (diagonal pairs add nothing to g)."""
-    cdef int n = W.shape[0], d = Z.shape[1], dp = (d + 3) // 4 * 4, j
+cdef double _pair_sum(double[::1, :] W, const double[:, ::1] Z, K, g):
+    """For d <= PAIRS_MAX_D: g += the pair sums of ``_pairs.h`` (the coordinates
+    padded with zero columns to a multiple of 4); returns the sum of the pair
+    weights m_ij over i > j."""
+    cdef int n = W.shape[0], d = Z.shape[1], dp = (d + 3) // 4 * 4
     cdef double total
     cdef double[:, ::1] Zp = np.zeros((n, dp))
     cdef double[::1] gp = np.zeros(dp)
@@ -208,7 +210,5 @@ cdef _pairs_path(double[::1, :] W, const double[:, ::1] Z, K, g):
     with nogil:
         total = gpc_pair_sqdiff_sum(&W[0, 0], &Kv[0, 0] if weighted else NULL,
                                     &Zp[0, 0], n, dp, &gp[0])
-        for j in range(n):
-            total += W[j, j] * Kv[j, j] if weighted else W[j, j]
     g[:] = gp[:d]
-    return g, total
+    return total

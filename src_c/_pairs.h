@@ -28,6 +28,22 @@
 
 #define GPC_PAIRS_TILE 64
 
+/* col[i] = -0.5 sum_k (z_ik - z_jk)^2 for i0 <= i < i1, one row at a time (the
+ * plain version of gpc_neg_half_sqdist_col below, and its last rows). */
+static inline void gpc_neg_half_sqdist_rows(double *col, const double *Zf, long n,
+                                            int d, int j, int i0, int i1)
+{
+    int i, k;
+    for (i = i0; i < i1; i++) {
+        double acc = 0.0;
+        for (k = 0; k < d; k++) {
+            double dz = Zf[k * n + i] - Zf[k * n + j];
+            acc += dz * dz;
+        }
+        col[i] = -0.5 * acc;
+    }
+}
+
 /* -DGPC_PAIRS_PLAIN builds the plain loops (to test them with GCC). */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(GPC_PAIRS_PLAIN)
 
@@ -149,14 +165,7 @@ static void gpc_neg_half_sqdist_col(double *restrict col, const double *restrict
         memcpy(col + i, &a, sizeof a);
         memcpy(col + i + 4, &b, sizeof b);
     }
-    for (; i < i1; i++) {
-        double acc = 0.0;
-        for (k = 0; k < d; k++) {
-            double dz = Zf[k * n + i] - Zf[k * n + j];
-            acc += dz * dz;
-        }
-        col[i] = -0.5 * acc;
-    }
+    gpc_neg_half_sqdist_rows(col, Zf, n, d, j, i, i1);      /* the last < 8 rows */
 }
 
 #else   /* no vector extension: the same sums, plain loops (not tiled) */
@@ -184,15 +193,7 @@ static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double
 static void gpc_neg_half_sqdist_col(double *col, const double *Zf, long n, int d,
                                     int j, int i0, int i1)
 {
-    int i, k;
-    for (i = i0; i < i1; i++) {
-        double acc = 0.0;
-        for (k = 0; k < d; k++) {
-            double dz = Zf[k * n + i] - Zf[k * n + j];
-            acc += dz * dz;
-        }
-        col[i] = -0.5 * acc;
-    }
+    gpc_neg_half_sqdist_rows(col, Zf, n, d, j, i0, i1);
 }
 
 #endif
