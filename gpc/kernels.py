@@ -129,8 +129,8 @@ def _num_samples(X):
     return len(X)
 
 
-def _check_square(A, n, name):
-    """Return A as an (n, n) float64 array with finite entries."""
+def _check_square(A, n, name, check_finite=True):
+    """Return A as an (n, n) float64 array (with finite entries, if checked)."""
     A = np.asarray(A, dtype=np.float64)
     if A.shape != (n, n):
         raise ValueError(
@@ -139,7 +139,7 @@ def _check_square(A, n, name):
         )
     # A single reduction is much cheaper than np.isfinite on n^2 entries; the
     # full check only runs when the sum is not finite.
-    if not np.isfinite(A.sum()) and not np.isfinite(A).all():
+    if check_finite and not np.isfinite(A.sum()) and not np.isfinite(A).all():
         raise ValueError(f"{name} contains NaN or infinite values.")
     return A
 
@@ -1460,7 +1460,7 @@ def _contract(kernel, X, dK, K):
     return np.asarray(g, dtype=np.float64).reshape(-1)
 
 
-def contract(kernel, X, dK, K=None):
+def contract(kernel, X, dK, K=None, *, check_finite=True):
     """Gradient of ``sum(dK * kernel(X))`` with respect to ``kernel.theta``.
 
     Works for any scikit-learn kernel.  gpc kernels use their own fast
@@ -1485,6 +1485,12 @@ def contract(kernel, X, dK, K=None):
         ``kernel(X)`` if already computed; it is reused where that saves
         work and must be the matrix of *this* kernel at the current
         hyperparameters.
+    check_finite : bool, default=True
+        Whether to check that ``dK`` and ``K`` hold finite numbers (one pass
+        over each).  With False, a non-finite entry gives a non-finite
+        gradient instead of an error: for callers that check the gradient
+        (as :class:`gpc.optimize.EvidenceObjective` does) or know their
+        matrices are finite.
 
     Returns
     -------
@@ -1520,9 +1526,9 @@ def contract(kernel, X, dK, K=None):
     if kernel.requires_vector_input:
         X = _check_X(X)
     n = _num_samples(X)
-    dK = _check_square(dK, n, "dK")
+    dK = _check_square(dK, n, "dK", check_finite)
     if K is not None:
-        K = _check_square(K, n, "K")
+        K = _check_square(K, n, "K", check_finite)
     return _contract(kernel, X, dK, K)
 
 

@@ -833,3 +833,76 @@ def test_bad_options(opts, match):
 def test_empty_problem():
     res = ep(np.zeros((0, 0)), np.zeros(0), "probit")
     assert res.log_evidence == 0.0 and res.dK.shape == (0, 0)
+
+
+# --- a workspace reused across calls ------------------------------------------------
+
+@pytest.mark.parametrize("method,updates", [("ep", "parallel"), ("ep", "sequential"),
+                                            ("pl", "parallel")])
+def test_workspace_reuse_gives_the_fresh_answer(method, updates):
+    """With a workspace dict, the n x n buffers of one call are the next call's:
+    each call's answer is exactly that of a call with fresh arrays (the buffers'
+    old contents are never read), and the workspace keeps one set of them."""
+    X, y = data(60, 3)
+    ws = {}
+    for ell in (1.0, 1.3, 0.8):
+        K = np.asfortranarray(se(X, ell, 2.0))
+        fresh = gpc.infer(K, y, method=method, likelihood="probit", updates=updates)
+        got = gpc.infer(K, y, method=method, likelihood="probit", updates=updates,
+                        workspace=ws)
+        assert got.log_evidence == fresh.log_evidence
+        np.testing.assert_array_equal(got.dK, fresh.dK)
+        np.testing.assert_array_equal(got.posterior.L, fresh.posterior.L)
+        np.testing.assert_array_equal(got.state["tau"], fresh.state["tau"])
+    assert sorted(ws) == ["Binv", "L", "scratch"]
+    assert got.dK is ws["Binv"] and got.posterior.L is ws["L"]
+
+
+def test_evidence_objective_reuses_its_workspace_across_calls():
+    """Evidence maximisation's objective keeps the method's n x n buffers between
+    calls (no fresh pages each evaluation) and gives the same value and gradient
+    as a fresh objective."""
+    from gpc.kernels import SquaredExponential
+    from gpc.optimize import EvidenceObjective
+
+    X, y = data(50, 4, d=3)
+    lik = gpc.get_likelihood("probit")
+    kernel = SquaredExponential(length_scale=[1.0, 1.5, 2.0], variance=2.0)
+    obj = EvidenceObjective(kernel, X, y, lik, method="ep",
+                            options={"updates": "parallel"})
+    theta = kernel.theta
+    obj(theta)
+    buffers = {k: v for k, v in obj._workspace.items()}
+    assert set(buffers) == {"Binv", "L", "scratch"}
+    value, grad = obj(theta + 0.05)
+    assert all(obj._workspace[k] is v for k, v in buffers.items())
+    fresh = EvidenceObjective(kernel, X, y, lik, method="ep",
+                              options={"updates": "parallel"})
+    fresh.state = None
+    obj.state = None
+    v0, g0 = fresh(theta + 0.05)
+    v1, g1 = obj(theta + 0.05)
+    assert v1 == v0
+    np.testing.assert_array_equal(g1, g0)
+
+
+def test_evidence_objective_raises_on_a_nonfinite_gradient(monkeypatch):
+    """dK is checked through the gradient: a NaN in it is an error naming the
+    method (which the optimiser treats as a failed evaluation), not a NaN
+    gradient."""
+    from gpc.optimize import EvidenceObjective
+
+    X, y = data(20, 5)
+    obj = EvidenceObjective(gpc.kernels.SquaredExponential(), X, y,
+                            gpc.get_likelihood("probit"), method="ep")
+    real = obj._infer
+
+    def poisoned(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.dK[3, 4] = res.dK[4, 3] = np.nan
+        return res
+
+    poisoned.accepts_workspace = True
+    monkeypatch.setattr(obj, "_infer", poisoned)
+    with pytest.raises(FloatingPointError, match="'ep' is not finite.*dK finite: False"):
+        obj(obj.theta)

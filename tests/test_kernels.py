@@ -756,3 +756,17 @@ def test_public_api_is_documented():
     for name in gk.__all__:
         obj = getattr(gk, name)
         assert obj.__doc__, name
+
+
+def test_contract_check_finite_false_skips_the_matrix_checks():
+    """``check_finite=False`` leaves out the passes over dK and K: a NaN then
+    gives a NaN gradient instead of the ValueError of the default."""
+    X = np.array([[0.0, 0.0], [1.0, 2.0], [0.5, -1.0]])
+    kernel = SquaredExponential(length_scale=[1.0, 2.0])
+    dK = np.ones((3, 3))
+    np.testing.assert_array_equal(contract(kernel, X, dK, check_finite=False),
+                                  contract(kernel, X, dK))
+    dK[0, 1] = np.nan
+    with pytest.raises(ValueError, match="dK contains NaN"):
+        contract(kernel, X, dK)
+    assert np.isnan(contract(kernel, X, dK, check_finite=False)).any()

@@ -9,13 +9,13 @@ from sklearn.utils import check_random_state
 from .. import _ep
 from ..posterior import SitePosterior
 from .._validation import NotPositiveDefiniteError
-from ._base import InferenceResult, register, with_jitter
+from ._base import InferenceResult, register, with_jitter, workspace_array
 
 
-@register("ep", max_iter_option="max_sweeps")
+@register("ep", max_iter_option="max_sweeps", workspace=True)
 def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequential",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
-       max_sweeps=200, accelerate=True):
+       max_sweeps=200, accelerate=True, workspace=None):
     """Expectation propagation for GP classification.
 
     Gaussian sites ``exp(nu_i f_i - tau_i f_i^2 / 2)`` are refined until the site
@@ -88,6 +88,11 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
         acceleration pauses until plain sweeps have halved the residual, or until
         four of them have each cut it by less than 5% (a stalled or unstable
         mode, where the chord model is the better bet).
+    workspace : dict, optional
+        Buffers kept by the caller across calls at one n (evidence maximisation
+        passes one; see :func:`gpc.inference._base.workspace_array`).  The
+        result's ``dK`` and ``posterior.L`` may then live in it: they are only
+        valid until the next call with the same workspace.
 
     Returns
     -------
@@ -143,12 +148,12 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
                      init=init, compute_gradient=compute_gradient, updates=updates,
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
-                     accelerate=accelerate)
+                     accelerate=accelerate, workspace=workspace)
 
 
 def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               updates, damping, min_damping, order, random_state, tol, max_sweeps,
-              accelerate, gradient_terms=None):
+              accelerate, gradient_terms=None, workspace=None):
     """The site-fitting loop shared by EP and posterior linearisation (``rule``,
     see ``gpc._ep.ep_run``); ``evidence_rule`` is PL's Gauss-Hermite ``(x, logw)``
     for its evidence correction (None for EP).  ``gradient_terms(K, y, S, b, Binv,
@@ -156,7 +161,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     ``dK = (b b' - S B^{-1} S) / 2`` (or None), the derivative with respect to
     the likelihood parameter and whether they make the total derivative (Binv
     holds B^{-1} in its lower triangle).  Options as in
-    :func:`ep`."""
+    :func:`ep`; the ``workspace`` serves the first start (a later one, tried while
+    an earlier run is kept as the best so far, gets its own arrays)."""
     name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
     if updates not in ("sequential", "parallel"):
         raise ValueError(f"updates must be 'sequential' or 'parallel', got {updates!r}.")
@@ -204,16 +210,19 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         evq_x, evq_logw = (np.ascontiguousarray(a, dtype=np.float64)
                            for a in evidence_rule)
 
-    def attempt(Kj, start):
+    def attempt(Kj, start, ws):
         tau, nu, damping_start = start[0].copy(), start[1].copy(), start[2]
-        L = np.zeros((n, n), order="F")
+        # Only L's lower triangle is ever written (its upper one stays zero).
+        L = workspace_array(ws, "L", (n, n))
         b, S, mu, var = (np.empty(n) for _ in range(4))
         # Holds L^{-1} and then B^{-1} (lower triangle), made into dK: all written.
-        Binv = np.empty((n, n) if compute_gradient else (0, 0), order="F")
+        Binv = workspace_array(ws, "Binv", (n, n) if compute_gradient else (0, 0))
+        scratch = None if ws is None else workspace_array(
+            ws, "scratch", (_ep.scratch_size(n, parallel, compute_gradient),))
         out = _ep.ep_run(Kj, y, likelihood.code, par, qx, qw, tau, nu, L, b, S, mu, var,
                          parallel, orders, damping, float(min_damping), float(tol),
                          max_sweeps, bool(accelerate), Binv, rule, evq_x, evq_logw,
-                         damping_start)
+                         damping_start, scratch)
         if out[0] == _ep.STATUS_NOT_PD:
             return None
         if out[0] == _ep.STATUS_NONFINITE:
@@ -236,7 +245,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     best, n_runs = None, 0                         # best = (fields, jitter, start)
     for k, start in enumerate(starts):
         try:
-            run = (*with_jitter(K, lambda Kj: attempt(Kj, start)), start)
+            ws = workspace if k == 0 else None
+            run = (*with_jitter(K, lambda Kj: attempt(Kj, start, ws)), start)
         except (FloatingPointError, NotPositiveDefiniteError):
             if k == len(starts) - 1 and best is None:
                 raise

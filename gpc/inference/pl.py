@@ -13,10 +13,10 @@ from ._base import register
 from .ep import fit_sites
 
 
-@register("pl", max_iter_option="max_sweeps")
+@register("pl", max_iter_option="max_sweeps", workspace=True)
 def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
-       max_sweeps=200, accelerate=True, evidence_order=10):
+       max_sweeps=200, accelerate=True, evidence_order=10, workspace=None):
     """Posterior linearisation (PL) for GP classification.
 
     Each label's conditional mean ``E[y|f]`` is replaced by its statistical linear
@@ -66,7 +66,7 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
         refactorises once (the paper's main variant); "sequential" relinearises
         one label at a time with a rank-one update of the posterior and
         refactorises after each sweep.
-    damping, min_damping, order, random_state, tol, max_sweeps, accelerate
+    damping, min_damping, order, random_state, tol, max_sweeps, accelerate, workspace
         As for :func:`gpc.inference.ep.ep` (damping default 1: parallel PL halves
         it whenever the largest site change grows).
     evidence_order : int, default=10
@@ -114,7 +114,8 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
                      init=init, compute_gradient=compute_gradient, updates=updates,
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
-                     accelerate=accelerate, gradient_terms=gradient_terms)
+                     accelerate=accelerate, gradient_terms=gradient_terms,
+                     workspace=workspace)
 
 
 def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var):
