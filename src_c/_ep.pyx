@@ -38,7 +38,7 @@ from scipy.linalg.cython_blas cimport (ddot, dsyr, dtrmm, dsyrk, dtrmv, dsymm, d
                                       dgemv, ssymv, ssyrk)
 from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
-from _blas cimport (Tiles, chol_lower, chol_site_matrix, chol_solve_lower, fill_site_dK,
+from _blas cimport (Tiles, chol_lower, chol_solve_lower, fill_site_dK,
                    scale_site_inverse, symv_lower, tiles_next, tiles_start)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, Quad, lik_derivs,
                   lik_gauss_moments)
@@ -68,6 +68,13 @@ cdef extern from *:
     }
     """
     void* _big_alloc(size_t size) nogil
+
+
+cdef extern from "_passes.h" nogil:
+    void gpc_site_matrix_symv(const double* K, const double* s, const double* x,
+                              double* L, double* t, long n)
+    void gpc_site_matrix_symv_f(const double* K, const double* s, const double* x,
+                                float* F, double* t, long n)
 
 
 cdef enum:
@@ -213,11 +220,12 @@ cdef bint _no_positive_site(const double* tau, int n) noexcept nogil:
     return True
 
 
-cdef int _factorise(const double* K, const double* tau, double* S, double* L,
-                    double* Linv, int n, Neg* ng) noexcept nogil:
-    """S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1} (lower), and the
-    negative sites' correction in ng.  Without a positive site B = I: L and Linv are
-    written as I (O(n^2) instead of two O(n^3) LAPACK calls on the identity).
+cdef int _factorise(const double* K, const double* tau, const double* nu, double* S,
+                    double* L, double* Linv, double* t, int n, Neg* ng) noexcept nogil:
+    """S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1} (lower), the
+    negative sites' correction in ng, and t = K nu (for ``_marginals``, summed in the
+    pass that forms B).  Without a positive site B = I: L and Linv are written as I
+    (O(n^2) instead of two O(n^3) LAPACK calls on the identity).
     Returns ST_OK, ST_NOT_PD (B numerically singular), ST_IMPROPER or ST_NOMEM."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
@@ -225,12 +233,14 @@ cdef int _factorise(const double* K, const double* tau, double* S, double* L,
     for i in range(n):
         S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
     if _no_positive_site(tau, n):
+        symv_lower(K, n, nu, t, 1.0, 0.0)
         for j in range(n):
             for i in range(j, n):
                 L[i + j * n] = 1.0 if i == j else 0.0
                 Linv[i + j * n] = L[i + j * n]
         return _neg_factor(K, Linv, S, tau, n, ng)
-    if chol_site_matrix(K, S, L, n) != 0:
+    gpc_site_matrix_symv(K, S, nu, L, t, n)
+    if chol_lower(L, n) != 0:
         return ST_NOT_PD
     for j in range(n):
         for i in range(j, n):
@@ -241,13 +251,15 @@ cdef int _factorise(const double* K, const double* tau, double* S, double* L,
     return _neg_factor(K, Linv, S, tau, n, ng)
 
 
-cdef int _factorise_single(const double* K, const double* tau, double* S, double* L,
-                           double* Linv, float* F, int n, Neg* ng) noexcept nogil:
+cdef int _factorise_single(const double* K, const double* tau, const double* nu,
+                           double* S, double* L, double* Linv, float* F, double* t,
+                           int n, Neg* ng) noexcept nogil:
     """``_factorise`` in single precision, for a factorisation whose marginals only
     steer the next step (see ``ep_run``): B = I + S K S, its Cholesky factor and
     L^{-1} computed in F (n x n, where L^{-1} stays for ``_linearisation``) with
     spotrf and strtri, then L^{-1} copied to Linv and diag(L) to L (for log|B|) in
-    double; the rest of L is not written.  The marginals computed from it carry
+    double; the rest of L is not written.  t = K nu as in ``_factorise`` (in
+    double).  The marginals computed from it carry
     relative errors of about 1e-7 (B^{-1})_ii / (1 - (B^{-1})_ii), growing with the
     condition number of B.  Only without negative sites.  Returns ST_OK, or
     ST_NOT_PD when a site precision is negative, none is positive (the prior, which
@@ -262,10 +274,7 @@ cdef int _factorise_single(const double* K, const double* tau, double* S, double
         if tau[i] < 0.0:
             return ST_NOT_PD
         S[i] = sqrt(tau[i])
-    for j in range(n):
-        for i in range(j, n):
-            F[i + j * n] = <float> (S[i] * K[i + j * n] * S[j])
-        F[j + j * n] += 1.0
+    gpc_site_matrix_symv_f(K, S, nu, F, t, n)
     spotrf(&uplo, &n, F, &n, &info)
     if info != 0:
         return ST_NOT_PD
@@ -290,10 +299,11 @@ cdef void _trmv(const double* Linv, int n, double* x, bint transpose) noexcept n
 
 
 cdef void _mean(const double* K, const double* Linv, const double* S, const double* nu,
-                int n, double* mu, double* bvec, double* t, double* w) noexcept nogil:
-    """mu = Sigma nu and b = nu - S B^{-1} S K nu (the posterior-mean weights)."""
+                int n, double* mu, double* bvec, const double* t,
+                double* w) noexcept nogil:
+    """mu = Sigma nu and b = nu - S B^{-1} S K nu (the posterior-mean weights), given
+    t = K nu (from the factorisation)."""
     cdef int i
-    symv_lower(K, n, nu, t, 1.0, 0.0)              # t = K nu
     for i in range(n):
         w[i] = S[i] * t[i]
     _trmv(Linv, n, w, False)
@@ -418,8 +428,9 @@ cdef void _marginals(const double* K, const double* L, const double* Linv,
                      double* Sigma, double* V, const Neg* ng) noexcept nogil:
     """Marginal variances and means (and b) at the sites factorised in L (the
     double-precision factor, or NULL after a single-precision factorisation), Linv
-    and ng.  With a Sigma buffer (sequential EP) the full covariance is rebuilt and
-    its diagonal taken; otherwise only the diagonal is computed."""
+    and ng, with t = K nu on entry (from the factorisation; then scratch).  With a
+    Sigma buffer (sequential EP) the full covariance is rebuilt and its diagonal
+    taken; otherwise only the diagonal is computed."""
     cdef char lo = b'L'
     cdef char notr = b'N'
     cdef char tr = b'T'
@@ -1128,18 +1139,18 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
             # posterior improper under this K are dropped.
             prior_start = _no_positive_site(taup, n)
             single = M32 != NULL and \
-                _factorise_single(Kp, taup, &S[0], Lp, Linv, M32, n, &ng) == ST_OK
+                _factorise_single(Kp, taup, nup, &S[0], Lp, Linv, M32, t, n, &ng) == ST_OK
             if single:
                 status = ST_OK
                 n_single += 1
             else:
-                status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
             if status == ST_IMPROPER:
                 n_reject += 1
                 for i in range(n):
                     if taup[i] < 0.0:
                         taup[i] = 0.0
-                status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
             if status == ST_OK:
                 _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup, n, &var[0],
                            &mu[0], &b[0], t, w, idx, block, nb, Sigma, V, &ng)
@@ -1155,7 +1166,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     # residual far above its rounding: near convergence, at the last
                     # sweep or with a nonfinite proposal it is redone in double.
                     single = False
-                    status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                    status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
                     if status != ST_OK:
                         break
                     _marginals(Kp, Lp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
@@ -1259,10 +1270,10 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         # marginals look improper, is redone in double.
                         single = use_single and attempt == 0
                         if single:
-                            status = _factorise_single(Kp, taup, &S[0], Lp, Linv, M32,
-                                                       n, &ng)
+                            status = _factorise_single(Kp, taup, nup, &S[0], Lp, Linv,
+                                                       M32, t, n, &ng)
                         else:
-                            status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                            status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
                         if status == ST_OK:
                             _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup,
                                        n, &var[0], &mu[0], &b[0], t, w, idx, block,
@@ -1369,7 +1380,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 # Fresh factorisation at the new sites (no drift from rank-one updates).
                 # An improper posterior here is rounding (the updates keep it proper):
                 # numerically singular, like a failed factorisation.
-                status = _factorise(Kp, taup, &S[0], Lp, Linv, n, &ng)
+                status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
                 if status == ST_IMPROPER:
                     status = ST_NOT_PD
                 if status != ST_OK:
