@@ -38,8 +38,8 @@ from scipy.linalg.cython_blas cimport (ddot, dsyr, dtrmm, dsyrk, dtrmv, dsymm, d
                                       dgemv, ssymv, ssyrk)
 from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
-from _blas cimport (Tiles, chol_lower, chol_solve_lower, fill_site_dK,
-                   scale_site_inverse, symv_lower, tiles_next, tiles_start)
+from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
+                   scale_site_inverse, symv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, Quad, lik_derivs,
                   lik_gauss_moments)
 
@@ -75,6 +75,8 @@ cdef extern from "_passes.h" nogil:
                               double* L, double* t, long n)
     void gpc_site_matrix_symv_f(const double* K, const double* s, const double* x,
                                 float* F, double* t, long n)
+    void gpc_model_pass(float* M, const float* sf, const float* r, long n, int scale,
+                        int square)
 
 
 cdef enum:
@@ -569,30 +571,6 @@ cdef inline double _max_change(double change, double old, double new) noexcept n
     return change
 
 
-cdef void _tiled_pass(float* M, const double* S, int n, bint scale,
-                      bint square) noexcept nogil:
-    """Over the strictly lower triangle of M: with ``scale``, M_ij <- -M_ij / (s_i s_j)
-    (0 where s_i s_j < 1e-6); with ``square``, write M_ij^2 to the upper triangle and
-    zero the diagonal.  Tiles keep the transposed writes in cache."""
-    cdef int i, j
-    cdef double sij, v
-    cdef Tiles t
-    tiles_start(&t, n, 64)
-    while tiles_next(&t):
-        for j in range(t.j0, t.j1):
-            for i in range(t.i0 if t.i0 > j + 1 else j + 1, t.i1):
-                v = M[i + j * n]
-                if scale:
-                    sij = S[i] * S[j]
-                    v = -v / sij if sij >= 1e-6 else 0.0
-                    M[i + j * n] = <float> v
-                if square:
-                    M[j + i * n] = <float> (v * v)
-    if square:
-        for j in range(n):
-            M[j + j * n] = 0.0
-
-
 cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
                         const Neg* ng, bint have_float) noexcept nogil:
     """The first-order model of the marginals around the current sites, in single
@@ -614,20 +592,30 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
     cdef int i, j, c, m = ng.m, info = 0
     cdef float pone = 1.0
     cdef float *W32
+    cdef float *sf = <float*> malloc(2 * n * sizeof(float))
+    cdef float *r
+    if sf == NULL:
+        return ST_NOMEM
+    r = sf + n
+    for i in range(n):
+        sf[i] = <float> S[i]
+        r[i] = <float> (1.0 / S[i]) if S[i] > 0.0 else 0.0
     if not have_float:
         for j in range(n):
             for i in range(j, n):
                 M[i + j * n] = <float> Linv[i + j * n]
     slauum(&lo, &n, M, &n, &info)               # lower triangle: L^{-T} L^{-1} = B^{-1}
     if m == 0:
-        _tiled_pass(M, S, n, True, True)
+        gpc_model_pass(M, sf, r, n, True, True)
+        free(sf)
         return ST_OK
+    gpc_model_pass(M, sf, r, n, True, False)
+    free(sf)
     W32 = <float*> malloc(n * m * sizeof(float))
     if W32 == NULL:
         return ST_NOMEM
     for i in range(n * m):
         W32[i] = <float> ng.W[i]
-    _tiled_pass(M, S, n, True, False)
     for c in range(m):
         j = ng.idx[c]
         for i in range(n):
@@ -637,8 +625,25 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
                 M[j + i * n] = <float> ng.G[i + c * n]
     ssyrk(&lo, &notr, &n, &m, &pone, W32, &n, &pone, M, &n)
     free(W32)
-    _tiled_pass(M, S, n, False, True)
+    gpc_model_pass(M, NULL, NULL, n, False, True)
     return ST_OK
+
+
+def model_pass(float[::1, :] M, const double[::1] S, bint scale, bint square):
+    """``gpc_model_pass`` (``_passes.h``) on M (n x n, single precision, in place)
+    with the site scales S, as ``_linearisation`` calls it (for the tests)."""
+    cdef Py_ssize_t n = M.shape[0], i
+    if M.shape[1] != n or S.shape[0] != n:
+        raise ValueError("model_pass: M must be n x n and S of length n.")
+    sf = np.asarray(S, dtype=np.float32)
+    r = np.zeros(n, dtype=np.float32)
+    for i in range(n):
+        if S[i] > 0.0:
+            r[i] = 1.0 / S[i]
+    cdef float[::1] sfv = sf
+    cdef float[::1] rv = r
+    if n > 0:
+        gpc_model_pass(&M[0, 0], &sfv[0], &rv[0], n, scale, square)
 
 
 cdef enum:
