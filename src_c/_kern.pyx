@@ -31,6 +31,8 @@ cdef extern from "_pairs.h" nogil:
                                int n, int dp, double* g)
     void gpc_neg_half_sqdist_col(double* col, const double* Zf, long n, int d, int j,
                                  int i0, int i1)
+    void gpc_clamp_below(double* x, int n, double lo)
+    void gpc_mirror_tile(double* K, long n, long i0, long i1, long j0, long j1)
 
 # Up to this many coordinates the contraction sums over pairs directly
 # (``_pairs.h``); beyond it the cost per pair grows with d and the BLAS path wins.
@@ -92,20 +94,21 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
             for j in range(t.j0, t.j1):
                 i0 = t.i0 if t.i0 > j + 1 else j + 1
                 col = &K[0, j]
+                if t.i1 <= i0:
+                    continue
                 if direct:
+                    # differences summed: exactly <= 0
                     gpc_neg_half_sqdist_col(col, &Zf[0, 0], Zf.shape[0], d, j, i0,
                                             t.i1)
-                for i in range(i0, t.i1):
-                    v = col[i] if direct else col[i] - (h[i] + h[j])
-                    if v > 0.0:
-                        v = 0.0
-                    elif se and v < -746.0:
-                        v = -746.0                 # exp underflows to 0 from -745.2
-                    col[i] = v
-                if se and t.i1 > i0:
+                else:
+                    for i in range(i0, t.i1):
+                        v = col[i] - (h[i] + h[j])
+                        col[i] = 0.0 if v > 0.0 else v     # NaN kept
+                if se:
+                    # exp underflows to 0 from -745.2
+                    gpc_clamp_below(&col[i0], t.i1 - i0, -746.0)
                     gpc_scaled_exp(&col[i0], t.i1 - i0, variance)
-                for i in range(i0, t.i1):
-                    K[j, i] = col[i]
+            gpc_mirror_tile(&K[0, 0], n, t.i0, t.i1, t.j0, t.j1)
         for j in range(n):
             K[j, j] = variance if se else 0.0
     return out

@@ -197,4 +197,60 @@ static void gpc_neg_half_sqdist_col(double *col, const double *Zf, long n, int d
 }
 
 #endif
+
+/* x[i] <- max(x[i], lo) for i < n (a loop of its own: inside gpc_scaled_exp's loop
+ * the comparison stops GCC's vectorisation). */
+GPC_VEXP_CLONES
+static void gpc_clamp_below(double *restrict x, int n, double lo)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        x[i] = x[i] < lo ? lo : x[i];
+}
+
+/* K[j, i] = K[i, j] for i0 <= i < i1, j0 <= j < j1, i > j (a tile of the lower
+ * triangle mirrored to the upper one; n x n, column-major).  Full 4 x 4 blocks
+ * strictly below the diagonal are transposed in registers (with GCC >= 12 or Clang),
+ * the rest entry by entry. */
+GPC_VEXP_CLONES
+static void gpc_mirror_tile(double *restrict K, long n, long i0, long i1, long j0,
+                            long j1)
+{
+    long i, j, jb = j0;
+#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) \
+    && !defined(GPC_PAIRS_PLAIN)
+    for (; jb + 4 <= j1; jb += 4) {
+        long ib = i0 > jb + 4 ? i0 : jb + 4;      /* blocks wholly below the diagonal */
+        for (j = jb; j < jb + 4; j++)                 /* rows above the first block */
+            for (i = (i0 > j + 1 ? i0 : j + 1); i < ib && i < i1; i++)
+                K[j + i * n] = K[i + j * n];
+        for (i = ib; i + 4 <= i1; i += 4) {
+            gpc_v4 c0, c1, c2, c3, t0, t1, t2, t3, r;
+            c0 = gpc_v4_load(K + i + jb * n);
+            c1 = gpc_v4_load(K + i + (jb + 1) * n);
+            c2 = gpc_v4_load(K + i + (jb + 2) * n);
+            c3 = gpc_v4_load(K + i + (jb + 3) * n);
+            t0 = __builtin_shufflevector(c0, c1, 0, 4, 2, 6);
+            t1 = __builtin_shufflevector(c0, c1, 1, 5, 3, 7);
+            t2 = __builtin_shufflevector(c2, c3, 0, 4, 2, 6);
+            t3 = __builtin_shufflevector(c2, c3, 1, 5, 3, 7);
+            r = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+            memcpy(K + jb + i * n, &r, sizeof r);
+            r = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+            memcpy(K + jb + (i + 1) * n, &r, sizeof r);
+            r = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+            memcpy(K + jb + (i + 2) * n, &r, sizeof r);
+            r = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+            memcpy(K + jb + (i + 3) * n, &r, sizeof r);
+        }
+        for (j = jb, ib = i; j < jb + 4; j++)         /* the last rows (< 4) */
+            for (i = ib; i < i1; i++)
+                K[j + i * n] = K[i + j * n];
+    }
+#endif
+    for (j = jb; j < j1; j++)
+        for (i = (i0 > j + 1 ? i0 : j + 1); i < i1; i++)
+            K[j + i * n] = K[i + j * n];
+}
+
 #endif
