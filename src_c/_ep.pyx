@@ -223,11 +223,15 @@ cdef bint _no_positive_site(const double* tau, int n) noexcept nogil:
 
 
 cdef int _factorise(const double* K, const double* tau, const double* nu, double* S,
-                    double* L, double* Linv, double* t, int n, Neg* ng) noexcept nogil:
+                    double* L, double* Linv, double* t, int n, Neg* ng,
+                    bint keep_l=True) noexcept nogil:
     """S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1} (lower), the
     negative sites' correction in ng, and t = K nu (for ``_marginals``, summed in the
-    pass that forms B).  Without a positive site B = I: L and Linv are written as I
-    (O(n^2) instead of two O(n^3) LAPACK calls on the identity).
+    pass that forms B).  Without ``keep_l`` only the diagonal of L is written (for
+    log|B|): B is factorised and inverted in Linv, which saves copying L (two 16 MB
+    passes at n = 2000) where the factor is not needed (see ``_keep_factor``).
+    Without a positive site B = I: L and Linv are written as I (O(n^2) instead of
+    two O(n^3) LAPACK calls on the identity).
     Returns ST_OK, ST_NOT_PD (B numerically singular), ST_IMPROPER or ST_NOMEM."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
@@ -241,16 +245,40 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
                 L[i + j * n] = 1.0 if i == j else 0.0
                 Linv[i + j * n] = L[i + j * n]
         return _neg_factor(K, Linv, S, tau, n, ng)
-    gpc_site_matrix_symv(K, S, nu, L, t, n)
-    if chol_lower(L, n) != 0:
-        return ST_NOT_PD
-    for j in range(n):
-        for i in range(j, n):
-            Linv[i + j * n] = L[i + j * n]
+    if keep_l:
+        gpc_site_matrix_symv(K, S, nu, L, t, n)
+        if chol_lower(L, n) != 0:
+            return ST_NOT_PD
+        for j in range(n):
+            for i in range(j, n):
+                Linv[i + j * n] = L[i + j * n]
+    else:
+        gpc_site_matrix_symv(K, S, nu, Linv, t, n)
+        if chol_lower(Linv, n) != 0:
+            return ST_NOT_PD
+        for j in range(n):
+            L[j + j * n] = Linv[j + j * n]
     dtrtri(&uplo, &diag, &n, Linv, &n, &info)
     if info != 0:
         return ST_NOT_PD
     return _neg_factor(K, Linv, S, tau, n, ng)
+
+
+cdef bint _keep_factor(bint accelerated, double change, double tol, const double* tau,
+                       const double* var_old, int n) noexcept nogil:
+    """Whether the factorisation after a parallel step must keep L: unless the step
+    was a chord step from a residual ``change`` above 100 sqrt(tol) (its
+    factorisation is then almost surely not the last, whose L the result returns;
+    if it is, ``ep_run`` refactorises: once per run at most) and no site may be
+    weak (tau_i var_i <= 1e-3 at the last marginals: their variances use L's rows,
+    see ``_marginal_variances``)."""
+    cdef int i
+    if not accelerated or change <= 100.0 * sqrt(tol):
+        return True
+    for i in range(n):
+        if tau[i] * var_old[i] <= 1e-3:
+            return True
+    return False
 
 
 cdef int _factorise_single(const double* K, const double* tau, const double* nu,
@@ -1036,6 +1064,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef int counts[3]
     cdef bint converged = False, accel_used = False, clip = False
     cdef bint single = False, prev_single = False, use_single, single_ok = True
+    cdef bint l_kept = True
     cdef bint prev_rough = False, prior_start
     cdef double keep_single = sqrt(10.0 * tol)
     cdef double accel_below = 0.1, damping0 = damping
@@ -1145,6 +1174,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
             prior_start = _no_positive_site(taup, n)
             single = M32 != NULL and \
                 _factorise_single(Kp, taup, nup, &S[0], Lp, Linv, M32, t, n, &ng) == ST_OK
+            l_kept = not single
             if single:
                 status = ST_OK
                 n_single += 1
@@ -1171,6 +1201,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     # residual far above its rounding: near convergence, at the last
                     # sweep or with a nonfinite proposal it is redone in double.
                     single = False
+                    l_kept = True
                     status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
                     if status != ST_OK:
                         break
@@ -1275,14 +1306,18 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                         # marginals look improper, is redone in double.
                         single = use_single and attempt == 0
                         if single:
+                            l_kept = False
                             status = _factorise_single(Kp, taup, nup, &S[0], Lp, Linv,
                                                        M32, t, n, &ng)
                         else:
-                            status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
+                            l_kept = _keep_factor(accel_used, change, tol, taup,
+                                                  var_old, n)
+                            status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n,
+                                                &ng, l_kept)
                         if status == ST_OK:
-                            _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup,
-                                       n, &var[0], &mu[0], &b[0], t, w, idx, block,
-                                       nb, Sigma, V, &ng)
+                            _marginals(Kp, Lp if l_kept and not single else NULL,
+                                       Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
+                                       w, idx, block, nb, Sigma, V, &ng)
                             if clip or _n_improper_cavities(taup, &var[0], n) \
                                     <= n_improper:
                                 break
@@ -1405,6 +1440,12 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 if change <= tol and fabs(logz - logz_old) <= tol * (1.0 + fabs(logz)):
                     converged = True
                     break
+            if status == ST_OK and not l_kept:
+                # The last factorisation kept only L's diagonal (a chord step that
+                # converged at once, e.g. a Gaussian likelihood): L for the result.
+                gpc_site_matrix_symv(Kp, &S[0], nup, Lp, w, n)
+                if chol_lower(Lp, n) != 0:
+                    status = ST_NOT_PD
             if status == ST_OK and want_binv:
                 # B^{-1} = L^{-T} L^{-1} from the final factorisation's inverse factor.
                 dlauum(&uplo, &n, &Binv[0, 0], &n, &info)

@@ -86,3 +86,29 @@ def test_gaussian_accepts_real_targets_and_names():
     # no class probabilities from a regression posterior
     with pytest.raises(ValueError, match="regression"):
         res.posterior.predict_proba(Ks, kss, "gaussian")
+
+
+@pytest.mark.parametrize("updates", ["parallel", "sequential"])
+def test_ep_chord_step_that_converges_at_once_returns_the_factor(updates):
+    """A warm start near the answer makes parallel EP take a chord step; with a
+    Gaussian likelihood that step lands on the exact sites, so the factorisation
+    after it, made without keeping L (its residual came from far above
+    100 sqrt(tol)), is the last one: L must then be refactorised for the result.
+    The posterior (its L and predictions), evidence and dK are exact regression's."""
+    n, s2 = 30, 0.2
+    K, Ks, kss, y = problem(n, 2, 5, 1.1, 1.5)
+    logev, mean, var, dK = exact_regression(K, Ks, kss, y, s2)
+    rng = np.random.default_rng(0)
+    init = {"tau": np.full(n, 1 / s2) * (1 + 0.05 * rng.uniform(0.5, 1, n)),
+            "nu": y / s2 * (1 + 0.05 * rng.uniform(0.5, 1, n))}
+    res = gpc.infer(np.asfortranarray(K), y, method="ep", likelihood=Gaussian(s2),
+                    updates=updates, init=init)
+    assert res.info["converged"] and not res.info["warm_start_rejected"]
+    assert res.log_evidence == pytest.approx(logev, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(res.dK, dK, rtol=1e-9, atol=1e-12)
+    S = np.sqrt(res.state["tau"])
+    L = np.linalg.cholesky(np.eye(n) + S[:, None] * K * S[None, :])
+    np.testing.assert_allclose(np.tril(res.posterior.L), L, rtol=1e-12, atol=1e-14)
+    m, v = res.posterior.latent_mean_and_variance(Ks, kss)
+    np.testing.assert_allclose(m, mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(v, var, rtol=1e-9, atol=1e-12)
