@@ -224,12 +224,13 @@ cdef bint _no_positive_site(const double* tau, int n) noexcept nogil:
 
 cdef int _factorise(const double* K, const double* tau, const double* nu, double* S,
                     double* L, double* Linv, double* t, int n, Neg* ng,
-                    bint keep_l=True) noexcept nogil:
+                    bint keep_l=True, const unsigned char* rows=NULL) noexcept nogil:
     """S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1} (lower), the
     negative sites' correction in ng, and t = K nu (for ``_marginals``, summed in the
-    pass that forms B).  Without ``keep_l`` only the diagonal of L is written (for
-    log|B|): B is factorised and inverted in Linv, which saves copying L (two 16 MB
-    passes at n = 2000) where the factor is not needed (see ``_keep_factor``).
+    pass that forms B).  Without ``keep_l`` only the diagonal of L and its rows i
+    with ``rows[i]`` are written (for log|B| and the weak sites' variances): B is
+    factorised and inverted in Linv, which saves copying L (two 16 MB passes at
+    n = 2000) where the factor is not needed (see ``_keep_factor``).
     Without a positive site B = I: L and Linv are written as I (O(n^2) instead of
     two O(n^3) LAPACK calls on the identity).
     Returns ST_OK, ST_NOT_PD (B numerically singular), ST_IMPROPER or ST_NOMEM."""
@@ -256,29 +257,51 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
         gpc_site_matrix_symv(K, S, nu, Linv, t, n)
         if chol_lower(Linv, n) != 0:
             return ST_NOT_PD
-        for j in range(n):
-            L[j + j * n] = Linv[j + j * n]
+        for i in range(n):
+            if rows[i]:
+                for j in range(i):
+                    L[i + j * n] = Linv[i + j * n]
+            L[i + i * n] = Linv[i + i * n]
     dtrtri(&uplo, &diag, &n, Linv, &n, &info)
     if info != 0:
         return ST_NOT_PD
     return _neg_factor(K, Linv, S, tau, n, ng)
 
 
+cdef enum:
+    ROWS_KEPT_MAX = 64    # possibly weak sites whose rows of L are kept without L
+
+cdef bint _always_keep = False
+
+
+def always_keep_factor(bint flag):
+    """Make every factorisation keep L (``_keep_factor`` always True) or restore the
+    default; returns the previous setting.  For the tests, which check that the
+    shortcut changes nothing."""
+    global _always_keep
+    old = _always_keep
+    _always_keep = flag
+    return old
+
+
+
 cdef bint _keep_factor(bint accelerated, double change, double tol, const double* tau,
-                       const double* var_old, int n) noexcept nogil:
+                       const double* var_old, int n, unsigned char* rows) noexcept nogil:
     """Whether the factorisation after a parallel step must keep L: unless the step
     was a chord step from a residual ``change`` above 100 sqrt(tol) (its
     factorisation is then almost surely not the last, whose L the result returns;
-    if it is, ``ep_run`` refactorises: once per run at most) and no site may be
-    weak (tau_i var_i <= 1e-3 at the last marginals: their variances use L's rows,
-    see ``_marginal_variances``)."""
-    cdef int i
-    if not accelerated or change <= 100.0 * sqrt(tol):
+    if it is, ``ep_run`` refactorises: once per run at most) and at most
+    ROWS_KEPT_MAX sites may be weak.  Those (tau_i var_i <= 1e-4 at the last
+    marginals, ten times the weak sites' bound: their variances use L's rows, see
+    ``_marginal_variances``) are marked in ``rows``; a site that turns weak
+    unmarked takes the O(n^2) path."""
+    cdef int i, m = 0
+    if _always_keep or not accelerated or change <= 100.0 * sqrt(tol):
         return True
     for i in range(n):
-        if tau[i] * var_old[i] <= 1e-3:
-            return True
-    return False
+        rows[i] = tau[i] * var_old[i] <= 1e-4
+        m += rows[i]
+    return m > ROWS_KEPT_MAX
 
 
 cdef int _factorise_single(const double* K, const double* tau, const double* nu,
@@ -347,7 +370,8 @@ cdef enum:
     SMALL_SITES_TRMM = 8   # fewer small-precision sites: one dtrmv each, not dtrmm
 
 
-cdef void _marginal_variances(const double* K, const double* L, const double* Linv,
+cdef void _marginal_variances(const double* K, const double* L,
+                              const unsigned char* rows, const double* Linv,
                               const double* S, int n, double* var, int* idx,
                               double* block, int nb) noexcept nogil:
     """var_i = Sigma_ii.  With q_i = 1 - (B^{-1})_ii = tau_i Sigma_ii, var_i = q_i/tau_i
@@ -355,7 +379,8 @@ cdef void _marginal_variances(const double* K, const double* L, const double* Li
     about sqrt(n) 1e-16, so var_i is then accurate to about 5e-10 at n = 2000.  The
     other sites (small site precision: well-classified points) use
     K_ii - |y|^2 with y = L^{-1} S K e_i.  Given the double-precision factor L (not
-    NULL), and s_i > 1e-100, y costs O(n): L L' = I + S K S gives
+    NULL; with ``rows`` not NULL, only its rows i with rows[i] and its diagonal), and
+    s_i > 1e-100, y costs O(n): L L' = I + S K S gives
     s_i y = L' e_i - L^{-1} e_i, row i of L and column i of L^{-1}, both O(s_i) off
     the diagonal with full relative accuracy; the diagonal entry, a difference of
     two numbers near 1, comes from the factorisation's own recurrence,
@@ -383,7 +408,7 @@ cdef void _marginal_variances(const double* K, const double* L, const double* Li
         si = S[i]
         if si > 0.0 and q > 1e-5:
             var[i] = q / (si * si)
-        elif L != NULL and si > 1e-100:
+        elif L != NULL and (rows == NULL or rows[i]) and si > 1e-100:
             row = 0.0                                  # sum_{j<i} (L_ij / s_i)^2
             for j in range(i):
                 u = L[i + j * n] / si
@@ -455,9 +480,11 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
 cdef void _marginals(const double* K, const double* L, const double* Linv,
                      const double* S, const double* nu, int n, double* var, double* mu,
                      double* bvec, double* t, double* w, int* idx, double* block, int nb,
-                     double* Sigma, double* V, const Neg* ng) noexcept nogil:
+                     double* Sigma, double* V, const Neg* ng,
+                     const unsigned char* rows=NULL) noexcept nogil:
     """Marginal variances and means (and b) at the sites factorised in L (the
-    double-precision factor, or NULL after a single-precision factorisation), Linv
+    double-precision factor, or NULL after a single-precision factorisation; with
+    ``rows``, only those rows of it and its diagonal, see ``_factorise``), Linv
     and ng, with t = K nu on entry (from the factorisation; then scratch).  With a
     Sigma buffer (sequential EP) the full covariance is rebuilt and its diagonal
     taken; otherwise only the diagonal is computed."""
@@ -475,7 +502,7 @@ cdef void _marginals(const double* K, const double* L, const double* Linv,
             if var[i] < 1e-300:
                 var[i] = 1e-300
     else:
-        _marginal_variances(K, L, Linv, S, n, var, idx, block, nb)
+        _marginal_variances(K, L, rows, Linv, S, n, var, idx, block, nb)
         for i in range(n):
             acc = 0.0
             for c in range(m):
@@ -1081,6 +1108,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double *work = NULL
     cdef double *block = NULL
     cdef int *idx = NULL
+    cdef unsigned char *rowmask = NULL
     cdef int nb = 128 if n > 128 else n
     cdef double *col
     cdef double *t
@@ -1155,12 +1183,14 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     work = <double*> malloc((17 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
     block = <double*> malloc(n * nb * sizeof(double))
     idx = <int*> malloc(n * sizeof(int))
+    rowmask = <unsigned char*> malloc(n)
     region = NULL if carve else (own_linv if own_linv != NULL else
                                  (<double*> M32 if parallel else Sigma))
     if _neg_init(&ng, n) != 0 or Linv == NULL or work == NULL or block == NULL \
-            or idx == NULL or (not parallel and (Sigma == NULL or V == NULL)) \
+            or idx == NULL or rowmask == NULL \
+            or (not parallel and (Sigma == NULL or V == NULL)) \
             or (parallel and M32 == NULL):
-        free(region); free(work); free(block); free(idx)
+        free(region); free(work); free(block); free(idx); free(rowmask)
         _neg_free(&ng)
         raise MemoryError()
     col = work; t = work + n; w = work + 2 * n; tau_old = work + 3 * n; nu_old = work + 4 * n
@@ -1311,13 +1341,13 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                                                        M32, t, n, &ng)
                         else:
                             l_kept = _keep_factor(accel_used, change, tol, taup,
-                                                  var_old, n)
+                                                  var_old, n, rowmask)
                             status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n,
-                                                &ng, l_kept)
+                                                &ng, l_kept, rowmask)
                         if status == ST_OK:
-                            _marginals(Kp, Lp if l_kept and not single else NULL,
-                                       Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
-                                       w, idx, block, nb, Sigma, V, &ng)
+                            _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup,
+                                       n, &var[0], &mu[0], &b[0], t, w, idx, block,
+                                       nb, Sigma, V, &ng, NULL if l_kept else rowmask)
                             if clip or _n_improper_cavities(taup, &var[0], n) \
                                     <= n_improper:
                                 break
@@ -1455,7 +1485,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
         for k in range(Q.shape[1]):
             Q[:, k] = <double[:n]> (ng.Q + k * n)
     finally:
-        free(region); free(work); free(block); free(idx)
+        free(region); free(work); free(block); free(idx); free(rowmask)
         _neg_free(&ng)
     return (status, sweep, bool(converged), logz, dlik0, damping,
             (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject), n_inner,
