@@ -12,7 +12,7 @@ compiled loop, so it needs a build with timers: from the project root ::
     cd .. && git apply -R bench/ep_timers.patch && python -m pip install .
 
 (an editable install rebuilds by itself on import).  The patch adds
-``gpc._ep.timers()``; it was last refreshed for ``src_c/_ep.pyx`` of commit 5f0c3e1
+``gpc._ep.timers()``; it was last refreshed for ``src_c/_ep.pyx`` of commit d3cf5c6
 and may need refreshing after that file changes.  Same data, kernel, warm-start
 scenario (all length scales grow by 5% after a cold fit) and steps as
 ``bench_ep.py``'s evaluation: the kernel matrix, the EP method as evidence
@@ -35,7 +35,7 @@ from gpc.likelihoods import get_likelihood
 
 # The timers of ep_timers.patch, in the order of gpc._ep.timers() (nested ones last).
 STEPS = [("B = I + S K S formed (and t = K nu)", 0), ("dpotrf (double)", 1),
-         ("L copied for dtrtri", 2), ("dtrtri (double)", 3),
+         ("L copied for dtrtri (or the weak sites' rows)", 2), ("dtrtri (double)", 3),
          ("negative sites' correction", 4),
          ("single-precision factorisation (spotrf + strtri)", 5),
          ("marginal means and variances", 6), ("log evidence", 7),
