@@ -398,7 +398,8 @@ def test_dK_through_SE_hyperparameters(lik, ell, sf2):
 
     fd_ell = (lz(h, 0) - lz(-h, 0)) / (2 * h)
     fd_sf2 = (lz(0, h) - lz(0, -h)) / (2 * h)
-    assert np.sum(res.dK * K * d2 / ell ** 2) == pytest.approx(fd_ell, rel=1e-5, abs=2e-7)
+    assert np.sum(res.dK * K * d2 / ell ** 2) == pytest.approx(fd_ell, rel=1e-5,
+                                                                abs=2e-7)
     assert np.sum(res.dK * K) == pytest.approx(fd_sf2, rel=1e-5, abs=2e-7)
     if lik in ("step", "noisy_threshold"):
         # Scale-free likelihoods: the evidence does not depend on the signal variance.
@@ -906,7 +907,8 @@ def test_evidence_objective_raises_on_a_nonfinite_gradient(monkeypatch):
 
     poisoned.accepts_workspace = True
     monkeypatch.setattr(obj, "_infer", poisoned)
-    with pytest.raises(FloatingPointError, match="'ep' is not finite.*dK finite: False"):
+    with pytest.raises(FloatingPointError,
+                       match="'ep' is not finite.*dK finite: False"):
         obj(obj.theta)
 
 
