@@ -12,9 +12,10 @@ compiled loop, so it needs a build with timers: from the project root ::
     cd .. && git apply -R bench/ep_timers.patch && python -m pip install .
 
 (an editable install rebuilds by itself on import).  The patch adds
-``gpc._ep.timers()``; it was last refreshed for ``src_c/_ep.pyx`` of commit f03395d (and the review after it)
-and may need refreshing after that file changes.  Same data, kernel, warm-start
-scenario (all length scales grow by 5% after a cold fit) and steps as
+``gpc._ep.timers()``; it was last refreshed for ``src_c/_ep.pyx`` as of the
+session-14 review commit and may need refreshing after that file changes.  Same
+data, kernel, warm-start scenario (all length scales grow by 5% after a cold fit)
+and steps as
 ``bench_ep.py``'s evaluation: the kernel matrix, the EP method as evidence
 maximisation calls it (``gpc.inference.get_method("ep")``: no input validation; a
 workspace kept across calls), the contraction (no finiteness passes).

@@ -652,9 +652,7 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
     if sf == NULL:
         return ST_NOMEM
     r = sf + n
-    for i in range(n):
-        sf[i] = <float> S[i]
-        r[i] = <float> (1.0 / S[i]) if S[i] > 0.0 else 0.0
+    _model_scales(S, n, sf, r)
     if not have_float:
         for j in range(n):
             for i in range(j, n):
@@ -684,21 +682,26 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
     return ST_OK
 
 
+cdef void _model_scales(const double* S, int n, float* sf, float* r) noexcept nogil:
+    """The site scales of ``gpc_model_pass``: sf = s and r = 1 / s (0 where s = 0),
+    in single precision."""
+    cdef int i
+    for i in range(n):
+        sf[i] = <float> S[i]
+        r[i] = <float> (1.0 / S[i]) if S[i] > 0.0 else 0.0
+
+
 def model_pass(float[::1, :] M, const double[::1] S, bint scale, bint square):
     """``gpc_model_pass`` (``_passes.h``) on M (n x n, single precision, in place)
     with the site scales S, as ``_linearisation`` calls it (for the tests)."""
-    cdef Py_ssize_t n = M.shape[0], i
+    cdef int n = M.shape[0]
     if M.shape[1] != n or S.shape[0] != n:
         raise ValueError("model_pass: M must be n x n and S of length n.")
-    sf = np.asarray(S, dtype=np.float32)
-    r = np.zeros(n, dtype=np.float32)
-    for i in range(n):
-        if S[i] > 0.0:
-            r[i] = 1.0 / S[i]
-    cdef float[::1] sfv = sf
-    cdef float[::1] rv = r
+    cdef float[::1] sf = np.empty(n, dtype=np.float32)
+    cdef float[::1] r = np.empty(n, dtype=np.float32)
     if n > 0:
-        gpc_model_pass(&M[0, 0], &sfv[0], &rv[0], n, scale, square)
+        _model_scales(&S[0], n, &sf[0], &r[0])
+        gpc_model_pass(&M[0, 0], &sf[0], &r[0], n, scale, square)
 
 
 cdef enum:
@@ -1071,7 +1074,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     the residual falls.  ``scratch`` (optional): at least
     ``scratch_size(n, parallel, Binv.shape[0] > 0)`` doubles from which the n x n
     work buffers are carved (reused across calls, it saves their page faults:
-    about 0.1 Cholesky at n = 2000); without it they are allocated here.
+    about one Cholesky per warm evaluation at n = 2000 here, with the caller's L and
+    Binv reused too); without it they are allocated here.
 
     Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts,
     n_inner, n_single, residual, Q) where counts = (skipped_cavity, clipped_site,

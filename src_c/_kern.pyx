@@ -6,8 +6,9 @@
 # triangle forms the distances (for up to 16 coordinates from the differences,
 # vectorised over the rows in _pairs.h; beyond, from the Gram matrix of one BLAS
 # dsyrk), turns them into the squared-exponential values by the vectorised exp of
-# _vexp.h, and mirrors them, so the result is exactly symmetric.  At n = 2000, d = 8
-# the SE matrix takes 15 ms here (26 ms with the dsyrk Gram matrix, about a quarter
+# _vexp.h, and mirrors them (4 x 4 blocks transposed in registers, _pairs.h), so the
+# result is exactly symmetric.  At n = 2000, d = 8 the SE matrix takes 8.6 ms here
+# (26 ms with the dsyrk Gram matrix and entry-by-entry mirroring; about a quarter
 # of a Cholesky of the same size: bench/results/ep_profile.md).
 #
 # The length-scale gradients of the same kernels contract dK with K and the squared

@@ -217,8 +217,7 @@ static void gpc_mirror_tile(double *restrict K, long n, long i0, long i1, long j
                             long j1)
 {
     long i, j, jb = j0;
-#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) \
-    && !defined(GPC_PAIRS_PLAIN)
+#ifdef GPC_SHUFFLE
     for (; jb + 4 <= j1; jb += 4) {
         long ib = i0 > jb + 4 ? i0 : jb + 4;      /* blocks wholly below the diagonal */
         for (j = jb; j < jb + 4; j++)                 /* rows above the first block */

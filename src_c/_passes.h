@@ -26,7 +26,14 @@
 
 #include "_vexp.h"   /* GPC_VEXP_CLONES: the target_clones attribute, or nothing */
 
-static inline __attribute__((always_inline)) void
+#if defined(__GNUC__) || defined(__clang__)
+#define GPC_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define GPC_ALWAYS_INLINE static inline
+#endif
+
+/* The pass of gpc_site_matrix_symv(_f): B to L (F NULL) or to F (L NULL). */
+GPC_ALWAYS_INLINE void
 gpc_site_matrix_symv_body(const double *restrict K, const double *restrict s,
                           const double *restrict x, double *restrict L,
                           float *restrict F, double *restrict t, long n)
@@ -84,9 +91,7 @@ static void gpc_site_matrix_symv_f(const double *restrict K, const double *restr
     gpc_site_matrix_symv_body(K, s, x, (double *) 0, F, t, n);
 }
 
-#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) \
-    && !defined(GPC_PAIRS_PLAIN)
-#define GPC_MODEL_SIMD 1
+#ifdef GPC_SHUFFLE
 typedef float gpc_v8f __attribute__((vector_size(32)));
 typedef int gpc_v8i __attribute__((vector_size(32)));
 #endif
@@ -115,7 +120,7 @@ static void gpc_model_pass(float *restrict M, const float *restrict sf,
                            const float *restrict r, long n, int scale, int square)
 {
     long j0, i0, i, j, nb = n / 8 * 8;
-#ifdef GPC_MODEL_SIMD
+#ifdef GPC_SHUFFLE
     for (j0 = 0; j0 < nb; j0 += 8) {
         for (i0 = j0 + 8; i0 < nb; i0 += 8) {
             gpc_v8f ri, si, c[8], t[8], u[8];

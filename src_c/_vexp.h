@@ -32,6 +32,14 @@
 #endif
 #endif
 
+/* GCC >= 12 and Clang have __builtin_shufflevector, with which _pairs.h and
+ * _passes.h transpose small blocks in registers; -DGPC_PAIRS_PLAIN builds their
+ * plain loops instead (to test them with GCC). */
+#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) \
+    && !defined(GPC_PAIRS_PLAIN)
+#define GPC_SHUFFLE 1
+#endif
+
 /* x[i] <- scale * exp(x[i]) for i < n (x[i] in [-746, 710] or NaN). */
 GPC_VEXP_CLONES
 static void gpc_scaled_exp(double *restrict x, int n, double scale)
