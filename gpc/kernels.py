@@ -1533,6 +1533,163 @@ def contract(kernel, X, dK, K=None, *, check_finite=True):
 
 
 # ---------------------------------------------------------------------------
+# Cross-covariances and diagonals: the contractions of sparse (inducing-point)
+# models, which work on K(X, Z) in chunks and on k(x, x) instead of K(X)
+# ---------------------------------------------------------------------------
+
+
+def _se_cross_sum(X, Z, length_scale, P):
+    """``sum_ij P_ij (x_ik - z_jk)^2 / l_k^2`` per k (summed over k when the
+    length scale is a scalar), by one GEMM: O(n m d), no n x m x d tensor."""
+    Xs, Zs = _scaled_inputs(X, Z, length_scale)
+    g = (P.sum(axis=1) @ (Xs * Xs) + P.sum(axis=0) @ (Zs * Zs)
+         - 2.0 * np.einsum("ik,ik->k", Xs, _matmul(P, Zs)))
+    return g if np.ndim(length_scale) == 1 else np.array([g.sum()])
+
+
+def _contract_cross_stacked(kernel, X, Z, G):
+    """Any kernel: ``contract`` on the stacked inputs [X; Z] with G in the
+    off-diagonal blocks (exact; O((n + m)^2) per call, so callers pass chunks)."""
+    n, m = X.shape[0], Z.shape[0]
+    W = np.zeros((n + m, n + m))
+    W[:n, n:] = 0.5 * G
+    W[n:, :n] = 0.5 * G.T
+    return _contract(kernel, np.concatenate([X, Z]), W, None)
+
+
+def _contract_cross(kernel, X, Z, G, K):
+    """Dispatch of :func:`contract_cross` (inputs already checked)."""
+    if kernel.n_dims == 0:
+        return np.zeros(0)
+    t = type(kernel)
+    c = _constant_value(kernel)
+    if c is not None:
+        return np.array([c * G.sum()])
+    if t in (White, _sk.WhiteKernel):              # zero off the training diagonal
+        return np.zeros(kernel.n_dims)
+    if t in (SquaredExponential, _sk.RBF):
+        K = kernel(X, Z) if K is None else K
+        P = G * K
+        if t is _sk.RBF:
+            return _se_cross_sum(X, Z, _length_scale_for(kernel.length_scale, X, "RBF"),
+                                 P)
+        ls, _ = kernel._values(X)
+        parts = {"variance": np.array([P.sum()])}
+        if not kernel.hyperparameter_length_scale.fixed:
+            parts["length_scale"] = _se_cross_sum(X, Z, ls, P)
+        return _ordered(kernel, parts)
+    if t in (Sum, _sk.Sum):
+        return np.concatenate([_contract_cross(kernel.k1, X, Z, G, None),
+                               _contract_cross(kernel.k2, X, Z, G, None)])
+    if t in (Product, _sk.Product):
+        k1, k2 = kernel.k1, kernel.k2
+        K1 = k1(X, Z) if k2.n_dims else None
+        K2 = k2(X, Z) if k1.n_dims else None
+        return np.concatenate([
+            _contract_cross(k1, X, Z, G * K2, None) if k1.n_dims else np.zeros(0),
+            _contract_cross(k2, X, Z, G * K1, None) if k2.n_dims else np.zeros(0)])
+    return np.asarray(_contract_cross_stacked(kernel, X, Z, G),
+                      dtype=np.float64).reshape(-1)
+
+
+def contract_cross(kernel, X, Z, G, K=None):
+    """Gradient of ``sum(G * kernel(X, Z))`` with respect to ``kernel.theta``.
+
+    The cross-covariance counterpart of :func:`contract`, for models that work
+    on ``K(X, Z)`` between data and inducing inputs (:mod:`gpc.sparse_ep`).
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        The kernel (gpc or scikit-learn).
+    X : array-like of shape (n_samples, n_features)
+    Z : array-like of shape (n_inducing, n_features)
+    G : array-like of shape (n_samples, n_inducing)
+        Derivative of the objective with respect to ``kernel(X, Z)``.
+    K : array-like of shape (n_samples, n_inducing), optional
+        ``kernel(X, Z)`` if already computed (used by squared-exponential
+        kernels standing alone).
+
+    Returns
+    -------
+    grad : ndarray of shape (kernel.n_dims,)
+        In the order of ``kernel.theta`` (log space).
+
+    Notes
+    -----
+    Squared exponentials (``RBF``, :class:`SquaredExponential`, isotropic or
+    ARD), constants, white noise (zero between distinct inputs), sums and
+    products are contracted in O(n m d) with one matrix product; any other
+    kernel goes through :func:`contract` on the stacked inputs ``[X; Z]``,
+    which costs O((n + m)^2 d): call it on chunks of X.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from gpc.kernels import contract_cross
+    >>> X, Z = np.array([[0.0, 0.0], [1.0, 2.0]]), np.array([[0.5, 1.0]])
+    >>> kernel = ConstantKernel(2.0) * RBF([1.0, 2.0])
+    >>> g = contract_cross(kernel, X, Z, np.ones((2, 1)))
+    >>> h = 1e-6
+    >>> fd = [(kernel.clone_with_theta(kernel.theta + h * e)(X, Z).sum()
+    ...        - kernel(X, Z).sum()) / h for e in np.eye(3)]
+    >>> np.allclose(g, fd, rtol=1e-5)
+    True
+    """
+    kernel = as_kernel(kernel)
+    X, Z = _check_X(X), _check_X(Z, "Z")
+    G = np.asarray(G, dtype=np.float64)
+    if G.shape != (X.shape[0], Z.shape[0]):
+        raise ValueError(f"G has shape {G.shape}; expected {(X.shape[0], Z.shape[0])}.")
+    return _contract_cross(kernel, X, Z, G, K)
+
+
+def contract_diag(kernel, X, s, chunk_size=256):
+    """Gradient of ``sum(s * kernel.diag(X))`` with respect to ``kernel.theta``.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    X : array-like of shape (n_samples, n_features)
+    s : array-like of shape (n_samples,)
+        Derivative of the objective with respect to ``kernel.diag(X)``.
+    chunk_size : int, default=256
+        Rows per call of :func:`contract` for non-stationary kernels.
+
+    Returns
+    -------
+    grad : ndarray of shape (kernel.n_dims,)
+
+    Notes
+    -----
+    For a stationary kernel ``k(x, x)`` is one number, so the gradient is
+    ``sum(s)`` times that of ``k(x, x)``: O(n).  Other kernels contract
+    ``diag(s)`` chunk by chunk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from gpc.kernels import contract_diag
+    >>> kernel = ConstantKernel(2.0) * RBF(1.0)
+    >>> contract_diag(kernel, np.zeros((3, 1)), np.ones(3))  # 3 * d(2)/dlog 2
+    array([6., 0.])
+    """
+    kernel = as_kernel(kernel)
+    X = _check_X(X)
+    s = np.asarray(s, dtype=np.float64).reshape(-1)
+    if s.shape[0] != X.shape[0]:
+        raise ValueError(f"s has {s.shape[0]} entries; X has {X.shape[0]} rows.")
+    if kernel.n_dims == 0 or X.shape[0] == 0:
+        return np.zeros(kernel.n_dims)
+    if kernel.is_stationary():
+        return float(s.sum()) * _contract(kernel, X[:1], np.ones((1, 1)), None)
+    return sum(_contract(kernel, X[i:i + chunk_size], np.diag(s[i:i + chunk_size]), None)
+               for i in range(0, X.shape[0], chunk_size))
+
+
+# ---------------------------------------------------------------------------
 # Positive semi-definiteness and the papers' covariance
 # ---------------------------------------------------------------------------
 
