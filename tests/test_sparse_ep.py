@@ -1,0 +1,130 @@
+"""Sparse EP on inducing inputs (gpc.sparse_ep): exact cases, agreement with full
+EP, finite differences, and the cross / diagonal kernel contractions it uses."""
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Matern
+from sklearn.gaussian_process.kernels import WhiteKernel
+
+import gpc
+from gpc.kernels import SquaredExponential, contract, contract_cross, contract_diag
+from gpc.likelihoods import get_likelihood
+from gpc.sparse_ep import sparse_ep
+
+
+def _data(n=60, d=2, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    y = np.sign(X[:, 0] + 0.5 * X[:, 1] ** 2 - 0.3 + 0.3 * rng.randn(n))
+    return X, y
+
+
+def _fd(f, theta, h=1e-5):
+    return np.array([(f(theta + h * e) - f(theta - h * e)) / (2 * h)
+                     for e in np.eye(theta.size)])
+
+
+KERNELS = [
+    ConstantKernel(1.5) * RBF([1.0, 0.7]),
+    SquaredExponential([0.8, 1.2], variance=2.0),
+    ConstantKernel(0.7) * Matern([1.0, 0.5], nu=2.5) + ConstantKernel(0.2),
+    RBF(0.9) + DotProduct(0.5),
+]
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=range(len(KERNELS)))
+def test_contract_cross_equals_finite_differences(kernel):
+    X, _ = _data(13, 2, 1)
+    Z = X[:5] + 0.1
+    G = np.random.RandomState(2).randn(13, 5)
+    f = lambda t: float(np.sum(G * kernel.clone_with_theta(t)(X, Z)))
+    np.testing.assert_allclose(contract_cross(kernel, X, Z, G), _fd(f, kernel.theta),
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("kernel", KERNELS + [RBF(1.0) + WhiteKernel(0.3)],
+                         ids=range(len(KERNELS) + 1))
+def test_contract_diag_equals_finite_differences(kernel):
+    X, _ = _data(11, 2, 3)
+    s = np.random.RandomState(4).randn(11)
+    f = lambda t: float(s @ kernel.clone_with_theta(t).diag(X))
+    np.testing.assert_allclose(contract_diag(kernel, X, s, chunk_size=4),
+                               _fd(f, kernel.theta), rtol=1e-6, atol=1e-8)
+
+
+def test_gaussian_likelihood_gives_the_fitc_evidence():
+    """With a Gaussian likelihood EP is exact: the FITC marginal likelihood
+    log N(y; 0, Q + diag(K - Q) + s2 I), evaluated here densely."""
+    X, _ = _data(50, 2, 5)
+    y = np.sin(2 * X[:, 0]) + 0.1 * np.random.RandomState(6).randn(50)
+    Z, jitter = X[::5] + 0.05, 1e-4
+    kernel = ConstantKernel(1.3) * RBF([0.9, 1.4])
+    lik = get_likelihood("gaussian").with_params([0.2])
+
+    def dense(theta, noise=0.2):
+        k = kernel.clone_with_theta(theta)
+        Kmm = k(Z)
+        Kmm[np.diag_indices_from(Kmm)] *= 1 + jitter
+        Knm = k(X, Z)
+        Q = Knm @ np.linalg.solve(Kmm, Knm.T)
+        cov = Q + np.diag(np.diag(k(X)) - np.diag(Q)) + noise * np.eye(50)
+        return multivariate_normal(np.zeros(50), cov).logpdf(y)
+
+    res = sparse_ep(kernel, lik, X, y, Z, jitter=jitter, tol=1e-12)
+    assert res.info["converged"] and res.info["iterations"] <= 2
+    assert abs(res.log_evidence - dense(kernel.theta)) < 1e-9
+    np.testing.assert_allclose(res.grad, _fd(dense, kernel.theta), rtol=1e-6)
+    d_noise = (dense(kernel.theta, 0.2 + 1e-6) - dense(kernel.theta, 0.2 - 1e-6)) / 2e-6
+    np.testing.assert_allclose(res.dlik, [d_noise], rtol=1e-6)
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logit"])
+@pytest.mark.parametrize("updates", ["parallel", "sequential"])
+def test_inducing_inputs_at_the_data_give_full_ep(likelihood, updates):
+    """Z = X and no jitter: the model is the full GP, and the evidence, its
+    gradient and the posterior are full EP's.  (Kernel conditioned so that
+    K_mm's factor loses nothing: cond(K) ~ 1e4.)"""
+    X, y = _data(60, 2, 0)
+    kernel = ConstantKernel(1.5) * RBF([0.2, 0.14])
+    res = sparse_ep(kernel, get_likelihood(likelihood), X, y, X.copy(), jitter=0.0,
+                    tol=1e-13, max_iter=500)
+    full = gpc.infer(kernel(X), y, method="ep", likelihood=likelihood, tol=1e-14,
+                     updates=updates)
+    assert abs(res.log_evidence - full.log_evidence) < 1e-8
+    np.testing.assert_allclose(res.grad, contract(kernel, X, full.dK), rtol=1e-8,
+                               atol=1e-8)
+    Xs = np.random.RandomState(1).randn(7, 2)
+    Ks = kernel(X, Xs)
+    mean = Ks.T @ res.alpha
+    var = kernel.diag(Xs) + np.einsum("ij,ij->j", Ks, res.C @ Ks)
+    m_full, v_full = full.posterior.latent_mean_and_variance(Ks, kernel.diag(Xs))
+    np.testing.assert_allclose(mean, m_full, atol=1e-8)
+    np.testing.assert_allclose(var, v_full, atol=1e-8)
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logit"])
+@pytest.mark.parametrize("kernel", KERNELS[:3], ids=range(3))
+def test_gradient_equals_finite_differences(likelihood, kernel):
+    X, y = _data(80, 2, 7)
+    Z = X[:12] + 0.05
+    lik = get_likelihood(likelihood)
+    f = lambda t: sparse_ep(kernel.clone_with_theta(t), lik, X, y, Z, tol=1e-13,
+                            max_iter=500, compute_gradient=False).log_evidence
+    res = sparse_ep(kernel, lik, X, y, Z, tol=1e-13, max_iter=500)
+    np.testing.assert_allclose(res.grad, _fd(f, kernel.theta), rtol=1e-5, atol=1e-6)
+
+
+def test_chunks_and_warm_starts_change_nothing():
+    X, y = _data(90, 2, 8)
+    Z, kernel = X[:15], ConstantKernel(2.0) * RBF([0.8, 1.1])
+    lik = get_likelihood("probit")
+    one = sparse_ep(kernel, lik, X, y, Z, tol=1e-12, max_iter=500)
+    many = sparse_ep(kernel, lik, X, y, Z, tol=1e-12, max_iter=500, chunk_size=7)
+    near = kernel.clone_with_theta(kernel.theta + 0.3)
+    start = sparse_ep(near, lik, X, y, Z, tol=1e-12, max_iter=500).sites
+    warm = sparse_ep(kernel, lik, X, y, Z, tol=1e-12, max_iter=500, sites=start)
+    for other in (many, warm):
+        assert abs(other.log_evidence - one.log_evidence) < 1e-9
+        np.testing.assert_allclose(other.grad, one.grad, rtol=1e-7, atol=1e-9)
+    assert warm.info["iterations"] < one.info["iterations"]
