@@ -1538,6 +1538,61 @@ def contract(kernel, X, dK, K=None, *, check_finite=True):
 # ---------------------------------------------------------------------------
 
 
+def _se_form(kernel):
+    """``(variance, length_scale)`` when the kernel is a squared exponential,
+    alone or times a constant; None otherwise."""
+    t = type(kernel)
+    if t is _sk.RBF:
+        return 1.0, kernel.length_scale
+    if t is SquaredExponential:
+        return float(kernel.variance), kernel.length_scale
+    if t in (Product, _sk.Product):
+        for a, b in ((kernel.k1, kernel.k2), (kernel.k2, kernel.k1)):
+            c, inner = _constant_value(a), _se_form(b)
+            if c is not None and inner is not None:
+                return c * inner[0], inner[1]
+    return None
+
+
+def cross_covariance(kernel, X, Z):
+    """``kernel(X, Z)``, by one matrix product for squared exponentials.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    X : ndarray of shape (n_samples, n_features)
+    Z : ndarray of shape (n_inducing, n_features)
+
+    Returns
+    -------
+    K : ndarray of shape (n_samples, n_inducing), C-ordered float64
+
+    Notes
+    -----
+    A squared exponential (scikit-learn's ``RBF`` or :class:`SquaredExponential`,
+    alone or times a constant) is evaluated as
+    ``variance * exp(x.z - |x|^2 / 2 - |z|^2 / 2)`` on the scaled inputs (one
+    GEMM and one exp pass, no distance matrix); other kernels are called.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from gpc.kernels import cross_covariance
+    >>> X, Z = np.random.RandomState(0).randn(5, 3), np.zeros((2, 3))
+    >>> np.allclose(cross_covariance(2.0 * RBF([1.0, 2.0, 3.0]), X, Z),
+    ...             (2.0 * RBF([1.0, 2.0, 3.0]))(X, Z))
+    True
+    """
+    form = _se_form(kernel)
+    if form is None:
+        return np.ascontiguousarray(kernel(X, Z), dtype=np.float64)
+    variance, ls = form
+    ls = _length_scale_for(ls, X, type(kernel).__name__)
+    Xs, Zs = _scaled_inputs(X, Z, ls)
+    return _se_matrix(Xs, Zs, variance)
+
+
 def _se_cross_sum(X, Z, length_scale, P):
     """``sum_ij P_ij (x_ik - z_jk)^2 / l_k^2`` per k (summed over k when the
     length scale is a scalar), by one GEMM: O(n m d), no n x m x d tensor."""
@@ -1583,6 +1638,17 @@ def _contract_cross(kernel, X, Z, G, K):
                                _contract_cross(kernel.k2, X, Z, G, None)])
     if t in (Product, _sk.Product):
         k1, k2 = kernel.k1, kernel.k2
+        c1, c2 = _constant_value(k1), _constant_value(k2)
+        if K is not None and (c1 is not None or c2 is not None):
+            # A constant factor c: d/dlog c = sum(G * K); the other factor gets
+            # c * contract(other, G, K / c), which is contract(other, G, K) for
+            # the squared exponential (linear in K).
+            c, other = (c1, k2) if c1 is not None else (c2, k1)
+            K_o, scale = (K, 1.0) if type(other) in _LINEAR_IN_K else (K / c, c)
+            g_c = np.array([_frob(G, K)]) if (k1 if c1 is not None else k2).n_dims \
+                else np.zeros(0)
+            g_o = scale * _contract_cross(other, X, Z, G, K_o)
+            return np.concatenate([g_c, g_o] if c1 is not None else [g_o, g_c])
         K1 = k1(X, Z) if k2.n_dims else None
         K2 = k2(X, Z) if k1.n_dims else None
         return np.concatenate([

@@ -1,5 +1,12 @@
-"""The sparse online Gaussian process (Csató & Opper 2002): classification and
-regression on a basis-vector set of bounded size.
+"""Sparse Gaussian processes: classification and regression on a basis-vector
+(inducing-input) set of bounded size.
+
+The estimators :class:`SparseGPClassifier` and :class:`SparseGPRegressor` have two
+methods.  The default, ``method="ep"``, fixes the inducing inputs (k-means++) and
+learns the hyperparameters by maximising the sparse EP evidence with its exact
+gradient (:mod:`gpc.sparse_ep`).  ``method="online"`` is the sparse online GP of
+Csató & Opper (2002) described below, which is also what :meth:`partial_fit`
+runs on streams.
 
 The posterior process is kept on a basis-vector (BV) set of at most ``max_basis``
 training inputs: ``mean(x) = k(x)' alpha``, ``cov(x, x') = K(x, x') + k(x)' C k(x')``
@@ -15,7 +22,8 @@ examples, and no n x n matrix is ever formed; kernel values are computed in chun
   ``alpha_i^2 / (Q_ii + C_ii)`` (``Q = K_BV^{-1}``) is removed by the KL-optimal
   projection.  The novelty comes from a Cholesky factor of ``K_BV`` kept up to
   date (never a recursively updated inverse, which loses accuracy as the BV set
-  becomes ill-conditioned and then admits BVs that add nothing).  The hot loop is ``gpc._sparse`` (``src_c/_sparse.pyx``).
+  becomes ill-conditioned and then admits BVs that add nothing).  The hot loop is
+  ``gpc._sparse`` (``src_c/_sparse.pyx``).
 * **EP sweeps** (``n_sweeps > 1``): with the BV set of the online pass fixed, the
   model is ``f(x) = p(x)' f_BV + noise of variance gamma(x)`` (``p = Q k``), on
   which the online pass is exact ADF.  Expectation propagation refines one Gaussian
@@ -54,11 +62,14 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.cluster import kmeans_plusplus
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _sparse
 from .kernels import as_kernel, contract
 from .likelihoods import get_likelihood
+from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
 
 
 class SparseState:
@@ -293,8 +304,7 @@ def _site_evidence(kernel, likelihood, X, y, state, tau, nu, chunk_size, post):
         mc = np.where(ok, (m - vu * na) / safe, m)
         lz = likelihood.gauss_moments(y[sl], mc, vc + gamma)[0]
         c_mean[sl], c_var[sl] = mc, vc + gamma
-        log_t = (-0.5 * np.log1p(ta * vc)
-                 + (na * na * vc + 2.0 * na * mc - ta * mc * mc) / (2.0 * (1.0 + ta * vc)))
+        log_t = _log_site_mass(ta, na, mc, vc)
         # Examples with a numerically zero tilted mass are left out (as in the
         # sweeps, which skip them).
         pieces += float(np.sum(np.where(ok & np.isfinite(lz), lz - log_t, 0.0)))
@@ -440,12 +450,17 @@ class _SparseGP(BaseEstimator):
 
     _classification = None
 
-    def __init__(self, kernel=None, *, likelihood=None, max_basis=100,
-                 novelty_tol=1e-4, n_sweeps=1, damping=1.0, tol=1e-6,
-                 optimizer="fmin_l_bfgs_b", n_em=10, chunk_size=512, verbose=0):
+    def __init__(self, kernel=None, *, likelihood=None, method="ep", max_basis=100,
+                 inducing_points=None, jitter=1e-6, novelty_tol=1e-4, n_sweeps=1,
+                 damping=1.0, tol=1e-6, optimizer="fmin_l_bfgs_b", n_em=10,
+                 chunk_size=512, random_state=None, verbose=0):
         self.kernel = kernel
         self.likelihood = likelihood
+        self.method = method
         self.max_basis = max_basis
+        self.inducing_points = inducing_points
+        self.jitter = jitter
+        self.random_state = random_state
         self.novelty_tol = novelty_tol
         self.n_sweeps = n_sweeps
         self.damping = damping
@@ -466,6 +481,10 @@ class _SparseGP(BaseEstimator):
         integer("n_sweeps", 1)
         integer("n_em", 0)
         integer("chunk_size", 1)
+        if self.method not in ("ep", "online"):
+            raise ValueError(f"method must be 'ep' or 'online', got {self.method!r}.")
+        if not (np.isfinite(self.jitter) and self.jitter >= 0):
+            raise ValueError(f"jitter must be >= 0, got {self.jitter!r}.")
         if not (np.isfinite(self.novelty_tol) and self.novelty_tol >= 0):
             raise ValueError(f"novelty_tol must be >= 0, got {self.novelty_tol!r}.")
         if not 0.0 < self.damping <= 1.0:
@@ -537,6 +556,68 @@ class _SparseGP(BaseEstimator):
         return kernel, likelihood
 
     def _fit(self, X, y):
+        if self.method == "online":
+            return self._fit_online(X, y)
+        return self._fit_ep(X, y)
+
+    def _inducing_inputs(self, X):
+        """The given inducing inputs, or k-means++ centres of (a random subset of
+        at most max(20 max_basis, 10^4) rows of) X; all of X when it has at most
+        max_basis rows."""
+        if self.inducing_points is not None:
+            Z = check_array(self.inducing_points, dtype=np.float64)
+            if Z.shape[1] != X.shape[1]:
+                raise ValueError(f"inducing_points has {Z.shape[1]} features; X has "
+                                 f"{X.shape[1]}.")
+            return Z
+        n, M = X.shape[0], self.max_basis
+        if n <= M:
+            return X.copy()
+        rng = check_random_state(self.random_state)
+        sub = X[rng.choice(n, min(n, max(20 * M, 10000)), replace=False)]
+        return kmeans_plusplus(sub, M, random_state=rng)[0]
+
+    def _fit_ep(self, X, y):
+        """Sparse EP on inducing inputs; hyperparameters by staged L-BFGS-B on its
+        evidence (:func:`gpc.sparse_ep.maximize_sparse_evidence`)."""
+        kernel, likelihood = self._check_params()
+        Z = self._inducing_inputs(X)
+        learn = self.optimizer is not None
+        learn_lik = learn and _learnable_likelihood(likelihood)
+        options = dict(jitter=self.jitter, tol=self.tol, damping=self.damping,
+                       chunk_size=max(self.chunk_size, 2048))
+        theta, sites, opt = None, None, {"interrupted": False, "history": [[]]}
+        if learn and (kernel.n_dims > 0 or learn_lik):
+            theta, sites, opt = maximize_sparse_evidence(
+                kernel, likelihood, X, y, Z, learn_likelihood=learn_lik,
+                random_state=self.random_state, verbose=self.verbose, **options)
+            if opt["interrupted"]:
+                warnings.warn("sparse GP: fit interrupted; the model is fitted with "
+                              "the best hyperparameters evaluated so far.",
+                              RuntimeWarning, stacklevel=3)
+        final = SparseEvidence(kernel, likelihood, X, y, Z, learn_likelihood=learn_lik,
+                               **options)
+        final.sites = sites
+        theta = final.theta if theta is None else theta
+        kernel, likelihood = final.model(theta)
+        res = final.run(theta, compute_gradient=False)
+        if not res.info["converged"]:
+            warnings.warn(f"sparse GP: EP did not converge (largest site change "
+                          f"{res.info['max_change']:.2e}, tol {self.tol:g}).",
+                          ConvergenceWarning, stacklevel=3)
+        state = SparseState(Z.shape[0], X.shape[1])
+        state.X = Z.copy()
+        state.alpha[:Z.shape[0]] = res.alpha
+        _store_full(state.C, res.C)
+        _refresh_factor(kernel, state)
+        state.n_seen, state.log_evidence = X.shape[0], res.log_evidence
+        info = dict(res.info, log_evidence=res.log_evidence, stages=opt.get("stages"),
+                    n_evaluations=opt.get("n_evaluations", 0),
+                    interrupted=opt["interrupted"])
+        self._set_fitted(kernel, likelihood, state, info, opt["history"][-1])
+        return self
+
+    def _fit_online(self, X, y):
         kernel, likelihood = self._check_params()
         learn = self.optimizer is not None
         learn_kernel = learn and kernel.n_dims > 0
@@ -568,11 +649,11 @@ class _SparseGP(BaseEstimator):
         self.C_ = C_
         self.n_basis_ = state.d
         self.log_marginal_likelihood_value_ = float(info["log_evidence"])
-        self.em_history_ = history
+        self.evidence_history_ = history
         self.inference_info_ = info
 
     _FITTED = ("kernel_", "likelihood_", "_state", "basis_vectors_", "alpha_", "C_",
-               "n_basis_", "log_marginal_likelihood_value_", "em_history_",
+               "n_basis_", "log_marginal_likelihood_value_", "evidence_history_",
                "inference_info_", "classes_", "one_vs_rest_", "n_features_in_",
                "feature_names_in_")
 
@@ -594,7 +675,7 @@ class _SparseGP(BaseEstimator):
         if fitted:
             kernel, likelihood = self.kernel_, self.likelihood_
             state = self._state.copy()
-            history = self.em_history_
+            history = self.evidence_history_
         else:
             kernel, likelihood = self._check_params()
             state = SparseState(self.max_basis, X.shape[1])
@@ -630,12 +711,23 @@ class _SparseGP(BaseEstimator):
 
 
 class SparseGPClassifier(ClassifierMixin, _SparseGP):
-    """Binary GP classification with the sparse online GP (Csató & Opper 2002).
+    """Binary GP classification on inducing inputs, for data sets of any size.
 
-    The posterior lives on at most ``max_basis`` basis vectors: memory and the cost
-    per example are O(max_basis^2) whatever the number of examples, so it takes data
-    sets and streams that O(n^3) methods cannot (see :mod:`gpc.sparse` for the
-    method).
+    The posterior lives on ``max_basis`` inducing inputs (basis vectors): memory
+    is O(n_features n + max_basis^2) and a pass over the data O(n max_basis^2),
+    so it takes data sets and streams that O(n^3) methods cannot.
+
+    Two methods share the model ``f(x) | f(Z) ~ N(p(x)' f(Z), g(x))``:
+
+    * ``method="ep"`` (default): inducing inputs chosen by k-means++ (or given),
+      parallel expectation propagation over all the data (:mod:`gpc.sparse_ep`),
+      and the hyperparameters by maximising its log evidence with L-BFGS-B and
+      its exact gradient, in stages on growing random subsets that end on the
+      whole data.  This is the way to learn hyperparameters.
+    * ``method="online"``: the sparse online GP of Csato & Opper (2002), one
+      pass that chooses the basis vectors as it goes, optional EP sweeps, and
+      EM for the hyperparameters (see :mod:`gpc.sparse`).  :meth:`partial_fit`
+      always uses the online pass.
 
     Parameters
     ----------
@@ -643,31 +735,47 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         Any scikit-learn or :mod:`gpc.kernels` kernel; None means ``1.0 * RBF(1.0)``
         with both hyperparameters fixed.
     likelihood : str or Likelihood, default=None
-        None means "probit"; "probit", "logit" or "step" (noise-free labels; the MAP/Laplace approach
-        fails for it, the moment matching here does not).
+        None means "probit"; "probit", "logit" or "step" (noise-free labels; the
+        MAP/Laplace approach fails for it, moment matching does not).
+    method : {"ep", "online"}, default="ep"
+        How the posterior and the hyperparameters are found (see above).
     max_basis : int, default=100
-        Capacity of the basis-vector set.
+        The number of inducing inputs (``"ep"``), or the capacity of the
+        basis-vector set (``"online"``).
+    inducing_points : array-like of shape (n_inducing, n_features), default=None
+        Inducing inputs for ``"ep"``; None picks ``max_basis`` of them by
+        k-means++ on a random subset of at most ``max(20 max_basis, 10^4)`` rows
+        (all the rows when there are at most ``max_basis``).
+    jitter : float, default=1e-6
+        ``"ep"``: the diagonal of ``K(Z, Z)`` is multiplied by ``1 + jitter``
+        (part of the model, so the evidence stays smooth).
     novelty_tol : float, default=1e-4
-        An example joins the BV set when the variance of f(x) left unexplained by the
-        BV set exceeds ``novelty_tol * k(x, x)``; otherwise its update is projected.
+        ``"online"``: an example joins the BV set when the variance of f(x) left
+        unexplained by the BV set exceeds ``novelty_tol * k(x, x)``; otherwise
+        its update is projected.
     n_sweeps : int, default=1
-        1: one online pass.  More: the online pass followed by up to
-        ``n_sweeps - 1`` EP sweeps with the BV set fixed (stopping when the sites
-        change by less than ``tol``).
+        ``"online"``: 1 is one online pass; more add up to ``n_sweeps - 1`` EP
+        sweeps with the BV set fixed.
     damping : float in (0, 1], default=1.0
-        Damping of the EP site updates.
+        Damping of the EP site updates (``"ep"``: the initial one; it is halved
+        when a pass's largest site change grows).
     tol : float, default=1e-6
-        Convergence tolerance of the EP sweeps (largest relative site change).
+        Convergence tolerance of EP (largest site change).
     optimizer : "fmin_l_bfgs_b" or None, default="fmin_l_bfgs_b"
-        With it, ``n_em`` EM iterations learn the kernel's free hyperparameters
-        (M-step by L-BFGS-B, gradient eq. (10)) and the likelihood's free
-        parameters; None keeps them.
+        With it, the kernel's free hyperparameters and the likelihood's free
+        parameters are learnt (``"ep"``: maximum evidence; ``"online"``: EM);
+        None keeps them.
     n_em : int, default=10
-        EM iterations (each E-step is a fresh online pass plus the EP sweeps).
+        ``"online"``: EM iterations (each E-step is a fresh online pass plus the
+        EP sweeps).
     chunk_size : int, default=512
-        Examples per block of kernel evaluations.
+        Examples per block of kernel evaluations (``"ep"`` uses at least 2048).
+    random_state : int, RandomState or None, default=None
+        Seeds the choice of inducing inputs and the subsets of the stages.
     verbose : int, default=0
-        Progress of the passes, sweeps and EM iterations when > 0.
+        Progress when > 0: ``"ep"`` prints one line per evidence evaluation (log
+        evidence, gradient norm, elapsed time), ``"online"`` the passes, sweeps
+        and EM iterations.
     n_jobs : int, default=None
         Parallel jobs (joblib) for the one-vs-rest classes of a multi-class
         problem; None means 1 unless in a ``joblib.parallel_config`` context.
@@ -686,10 +794,11 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         ``K(x, x') + k(x)' C_ k(x')``, ``k(x) = K(basis_vectors_, x)``.
     n_basis_ : int
     log_marginal_likelihood_value_ : float
-        EP log evidence after the sweeps (the online pass's sum of log predictive
-        probabilities when ``n_sweeps = 1``).
-    em_history_ : list of float
-        The log evidence of every E-step.
+        EP log evidence (``"online"`` with ``n_sweeps = 1``: the online pass's sum
+        of log predictive probabilities).
+    evidence_history_ : list of float
+        ``"ep"``: the log evidence of every optimiser evaluation on the whole
+        data; ``"online"``: that of every E-step.
     inference_info_ : dict
     n_features_in_ : int
 
@@ -701,24 +810,32 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     >>> rng = np.random.RandomState(0)
     >>> X = rng.randn(2000, 2)
     >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
-    >>> clf = SparseGPClassifier(RBF(1.0), max_basis=50, optimizer=None).fit(X, y)
+    >>> clf = SparseGPClassifier(1.0 * RBF(1.0), max_basis=50, random_state=0)
+    >>> clf = clf.fit(X, y)
     >>> clf.n_basis_
     50
     >>> bool(clf.score(X, y) > 0.9)
     True
+
+    Notes
+    -----
+    Interrupting a long ``"ep"`` fit (Ctrl-C) keeps the best hyperparameters
+    evaluated so far: the fit finishes with them and warns.
     """
 
     _classification = True
     _default_likelihood = "probit"
 
-    def __init__(self, kernel=None, *, likelihood=None, max_basis=100,
-                 novelty_tol=1e-4, n_sweeps=1, damping=1.0, tol=1e-6,
-                 optimizer="fmin_l_bfgs_b", n_em=10, chunk_size=512, verbose=0,
-                 n_jobs=None):
-        super().__init__(kernel, likelihood=likelihood, max_basis=max_basis,
-                         novelty_tol=novelty_tol, n_sweeps=n_sweeps, damping=damping,
-                         tol=tol, optimizer=optimizer, n_em=n_em,
-                         chunk_size=chunk_size, verbose=verbose)
+    def __init__(self, kernel=None, *, likelihood=None, method="ep", max_basis=100,
+                 inducing_points=None, jitter=1e-6, novelty_tol=1e-4, n_sweeps=1,
+                 damping=1.0, tol=1e-6, optimizer="fmin_l_bfgs_b", n_em=10,
+                 chunk_size=512, random_state=None, verbose=0, n_jobs=None):
+        super().__init__(kernel, likelihood=likelihood, method=method,
+                         max_basis=max_basis, inducing_points=inducing_points,
+                         jitter=jitter, novelty_tol=novelty_tol, n_sweeps=n_sweeps,
+                         damping=damping, tol=tol, optimizer=optimizer, n_em=n_em,
+                         chunk_size=chunk_size, random_state=random_state,
+                         verbose=verbose)
         self.n_jobs = n_jobs
 
     def _binary_or_ovr(self, classes):
@@ -859,19 +976,20 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
 
 
 class SparseGPRegressor(RegressorMixin, _SparseGP):
-    """GP regression with the sparse online GP (Csató & Opper 2002), for Gaussian
-    and non-Gaussian noise.
+    """Sparse GP regression on inducing inputs, for Gaussian and non-Gaussian
+    noise.
 
-    Same method and parameters as :class:`SparseGPClassifier`; the likelihood is a
-    regression one: "gaussian", "laplace" (symmetric, robust) or
-    "one_sided_exponential" (``p(y|f) = lambda exp(-lambda (y - f))`` for y > f, the
-    paper's eq. 9), with its noise parameter learnt by EM when ``optimizer`` is set
+    Same methods and parameters as :class:`SparseGPClassifier`; the likelihood is
+    a regression one: "gaussian", "laplace" (symmetric, robust) or
+    "one_sided_exponential" (``p(y|f) = lambda exp(-lambda (y - f))`` for y > f,
+    Csató & Opper's eq. 9), with its noise parameter learnt with the kernel
+    (maximum evidence for ``"ep"``, EM for ``"online"``) when ``optimizer`` is set
     and its bounds are not fixed.
 
     Parameters
     ----------
-    kernel, max_basis, novelty_tol, n_sweeps, damping, tol, optimizer, n_em, \
-chunk_size, verbose
+    kernel, method, max_basis, inducing_points, jitter, novelty_tol, n_sweeps, \
+damping, tol, optimizer, n_em, chunk_size, random_state, verbose
         See :class:`SparseGPClassifier`.
     likelihood : str or Likelihood, default=None
         None means "gaussian".
@@ -879,7 +997,7 @@ chunk_size, verbose
     Attributes
     ----------
     kernel_, likelihood_, basis_vectors_, alpha_, C_, n_basis_, \
-log_marginal_likelihood_value_, em_history_, inference_info_, n_features_in_
+log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_in_
         See :class:`SparseGPClassifier`.
 
     Examples

@@ -9,25 +9,29 @@ makes each latent value independent given them::
                                     g(x) = k(x, x) - k(x)' K_mm^{-1} k(x),
 
 with ``k(x) = K(Z, x)``.  With ``Z`` equal to the training inputs it is the full
-GP.  EP keeps one Gaussian site per example on its projected latent
-``p(x_i)'u``, of precision ``E_i >= 0`` and shift ``beta_i``, so the posterior of
-``u`` is ``N(K_mm a, K_mm Sigma^{-1} K_mm)`` with ``Sigma = K_mm + K_mn E K_nm``
-and ``a = Sigma^{-1} K_mn beta``.  Everything an EP iteration, the evidence and its
-gradient need is a sum over chunks of data of M-vectors and M x M matrices given
-``(Sigma, a)``: memory is O(chunk x M + M^2), never n x n, and the time
+GP.  Everything is computed in whitened coordinates: with ``K_mm = L_K L_K'``,
+the features ``Phi = L_K^{-1} K(Z, X)`` give ``g(x) = k(x, x) - |Phi_x|^2``.  EP
+keeps one Gaussian site per example on its projected latent ``Phi_x'v``
+(``v = L_K^{-1} u``), of precision ``E_i >= 0`` and shift ``beta_i``, so the
+posterior of ``v`` is ``N(Sigma^{-1} eta, Sigma^{-1})`` with
+``Sigma = I + Phi E Phi'`` (eigenvalues >= 1, so it factorises however badly
+``K_mm`` is conditioned) and ``eta = Phi beta``.  Everything an EP iteration, the
+evidence and its gradient need is a sum over chunks of data of M-vectors and
+M x M matrices given ``(Sigma, eta)``: memory is O(chunk x M + M^2) (plus the
+n x M features when they fit in ``cache_bytes``), never n x n, and the time
 O(n M^2) per pass, in level-3 BLAS.
 
 Notes
 -----
 *Updates* are parallel: one pass over the data computes every site's cavity
-from the current ``(Sigma, a)``, its tilted moments and its new site, and
-accumulates the next ``Sigma`` and ``K_mn beta`` from the new sites.  A pass
-whose largest site change (``|dE| v`` and ``|dbeta| sqrt(v)``, ``v`` the cavity
+from the current ``(Sigma, eta)``, its tilted moments and its new site, and
+accumulates the next ``Sigma`` and ``eta`` from the new sites.  A pass whose
+largest site change (``|dE| v`` and ``|dbeta| sqrt(v)``, ``v`` the cavity
 variance of ``f``) grows is followed by damped passes.
 
 *The log evidence* is ``log Z_q + sum_i (log Z_i - log C_i)``::
 
-    log Z_q = eta'a / 2 - log|Sigma| / 2 + log|K_mm| / 2,   eta = K_mn beta,
+    log Z_q = eta'a / 2 - log|Sigma| / 2,   a = Sigma^{-1} eta,
 
 ``Z_i`` the tilted mass of example i (the likelihood averaged over its cavity,
 whose variance includes ``g_i``) and ``C_i`` the integral of site i against the
@@ -35,14 +39,14 @@ cavity of its projected latent.
 
 *The gradient* at the EP fixed point is the partial derivative with the sites
 held fixed (the cavities' influence cancels there).  The residual variances
-``g_i`` enter the tilted masses directly, with ``s_i = d log Z_i / d v_i``.  In
-the kernel's matrices::
+``g_i`` enter the tilted masses directly, with ``s_i = d log Z_i / d g_i``.  In
+the kernel's matrices, with ``S = diag(s)``::
 
-    d/dK_mm = -(a a' + Sigma^{-1} - K_mm^{-1}) / 2 + K_mm^{-1} K_mn S K_nm K_mm^{-1}
-    d/dK_nm = (beta - E K_nm a) a' - E K_nm Sigma^{-1} - 2 S K_nm K_mm^{-1}
+    d/dK_mm = L_K^{-T} (Phi S Phi' - a a' / 2 - (Sigma^{-1} - I) / 2) L_K^{-1}
+    d/dK_nm = ((beta - E Phi'a) a' - E Phi' Sigma^{-1} - 2 S Phi') L_K^{-1}
     d/dk_ii = s_i
 
-(``S = diag(s)``), contracted chunk by chunk into the hyperparameters by
+contracted chunk by chunk into the hyperparameters by
 :func:`gpc.kernels.contract_cross` and :func:`gpc.kernels.contract_diag`, and
 ``K_mm``'s by :func:`gpc.kernels.contract`.  The likelihood's parameters get
 ``sum_i d log Z_i / d theta_lik``.
@@ -56,9 +60,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangular
 
-from .kernels import as_kernel, contract, contract_cross, contract_diag
+from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
+                      cross_covariance)
 
 __all__ = ["SparseEPResult", "sparse_ep"]
 
@@ -102,8 +107,9 @@ def _chunks(n, chunk_size):
 
 
 class _Prior:
-    """The inducing-point prior at one set of hyperparameters: K_mm (jittered)
-    and its Cholesky factor."""
+    """The inducing-point prior at one set of hyperparameters: ``K_mm`` (jittered),
+    its Cholesky factor ``L_K``, and the whitened features
+    ``Phi = L_K^{-1} K(Z, X_chunk)`` with the residual variances ``g``."""
 
     def __init__(self, kernel, Z, jitter):
         self.kernel, self.Z = kernel, Z
@@ -120,55 +126,96 @@ class _Prior:
                 "inducing inputs).") from None
 
     def cross(self, Xc):
-        """K(Z, X_chunk) as a Fortran M x B array (a transposed C array)."""
-        return np.asarray(self.kernel(Xc, self.Z), dtype=np.float64, order="C").T
+        """K(X_chunk, Z), C-ordered B x M."""
+        return cross_covariance(self.kernel, Xc, self.Z)
 
-    def residual(self, Xc, Kc):
-        """``(g, Phi)``: residual variances ``k(x, x) - |L_K^{-1} k(x)|^2`` (clipped
-        at 0) and ``Phi = L_K^{-1} K(Z, X_chunk)``."""
-        Phi = solve_triangular(self.LK, Kc, lower=True, check_finite=False)
+    def features(self, Xc):
+        """``(Phi, g)``: ``Phi = L_K^{-1} K(Z, X_chunk)`` (Fortran M x B) and the
+        residual variances ``k(x, x) - |Phi_x|^2``, clipped at 0."""
+        Phi = solve_triangular(self.LK, self.cross(Xc).T, lower=True,
+                               overwrite_b=True, check_finite=False)
         g = np.asarray(self.kernel.diag(Xc), dtype=np.float64) - np.einsum(
             "ij,ij->j", Phi, Phi)
-        return np.maximum(g, 0.0), Phi
+        return Phi, np.maximum(g, 0.0)
+
+    def unwhiten(self, D):
+        """``L_K^{-T} D L_K^{-1}`` for a symmetric M x M D."""
+        A = solve_triangular(self.LK, D, trans="T", lower=True, check_finite=False)
+        return solve_triangular(self.LK, A.T, trans="T", lower=True,
+                                check_finite=False).T
+
+
+class _Features:
+    """The chunks' ``(Phi, g)`` at one set of hyperparameters: kept when they fit
+    in ``cache_bytes`` (so later passes skip the kernel and a triangular solve),
+    computed afresh at each pass otherwise."""
+
+    def __init__(self, prior, X, blocks, cache_bytes):
+        self.prior, self.X, self.blocks = prior, X, blocks
+        self.keep = 8.0 * X.shape[0] * prior.Z.shape[0] <= cache_bytes
+        self.kept = {}
+
+    def __getitem__(self, k):
+        if k in self.kept:
+            return self.kept[k]
+        out = self.prior.features(self.X[self.blocks[k]])
+        if self.keep:
+            self.kept[k] = out
+        return out
 
 
 class _Posterior:
-    """``(Sigma, eta)`` of the sites, with ``L_S`` and ``a = Sigma^{-1} eta``."""
+    """The sites' posterior in whitened coordinates: ``Sigma = I + Phi E Phi'``,
+    ``eta = Phi beta``, ``L_S = chol(Sigma)``, ``a = Sigma^{-1} eta``.  (``Sigma``'s
+    eigenvalues are >= 1: it factorises whatever ``K_mm``'s conditioning.)"""
 
     def __init__(self, Sigma, eta):
         self.Sigma, self.eta = Sigma, eta
         try:
             self.LS = cholesky(Sigma, lower=True, check_finite=False)
         except (LinAlgError, ValueError):
-            raise FloatingPointError("sparse EP: K_mm + K_mn E K_nm does not "
-                                     "factorise (non-finite sites?).") from None
+            raise FloatingPointError("sparse EP: I + Phi E Phi' does not factorise "
+                                     "(non-finite sites?).") from None
         self.a = cho_solve((self.LS, True), eta, check_finite=False)
 
-    def log_zq(self, prior):
-        return (0.5 * float(self.eta @ self.a) - np.sum(np.log(np.diag(self.LS)))
-                + np.sum(np.log(np.diag(prior.LK))))
+    def log_zq(self):
+        return 0.5 * float(self.eta @ self.a) - np.sum(np.log(np.diag(self.LS)))
+
+    def inverse_minus_identity(self):
+        S = cho_solve((self.LS, True), np.eye(self.LS.shape[0]), check_finite=False)
+        S[np.diag_indices_from(S)] -= 1.0
+        return S
 
 
-def _accumulate(Kc, E, beta, Sigma, eta):
-    """``Sigma += K_c E K_c'`` (E >= 0), ``eta += K_c beta``."""
-    W = Kc * np.sqrt(E)
-    Sigma += W @ W.T
-    eta += Kc @ beta
+def _accumulate(Phi, E, beta, Sigma, eta):
+    """``Sigma += Phi E Phi'`` (E >= 0; lower triangle only, see
+    :func:`_symmetric`), ``eta += Phi beta``, on SciPy's BLAS (see
+    :func:`gpc.kernels._matmul` for why not numpy's)."""
+    W = Phi * np.sqrt(E)
+    blas.dsyrk(1.0, W, beta=1.0, c=Sigma, lower=1, overwrite_c=1)
+    blas.dgemv(1.0, Phi, beta, beta=1.0, y=eta, overwrite_y=1)
+
+
+def _symmetric(A):
+    """The symmetric matrix whose lower triangle A holds."""
+    L = np.tril(A)
+    return L + np.tril(L, -1).T
 
 
 def _log_site_mass(E, beta, mc, vc):
     """log of the integral of a site ``exp(beta u - E u^2 / 2)`` against
     ``N(u; mc, vc)``."""
     q = 1.0 + E * vc
-    return -0.5 * np.log(q) + (beta * beta * vc + 2.0 * beta * mc - E * mc * mc) / (2.0 * q)
+    quad = beta * beta * vc + 2.0 * beta * mc - E * mc * mc
+    return -0.5 * np.log(q) + quad / (2.0 * q)
 
 
-def _cavity(Kc, post, E, beta):
+def _cavity(Phi, post, E, beta):
     """Marginals of the projected latents and their cavities: ``(V, m, v, mc, vc,
-    ok)`` with ``V = L_S^{-1} K_c`` (``v = |V|^2``, no cancellation)."""
-    V = solve_triangular(post.LS, Kc, lower=True, check_finite=False)
+    ok)`` with ``V = L_S^{-1} Phi`` (``v = |V|^2``, no cancellation)."""
+    V = solve_triangular(post.LS, Phi, lower=True, check_finite=False)
     v = np.einsum("ij,ij->j", V, V)
-    m = Kc.T @ post.a
+    m = blas.dgemv(1.0, Phi, post.a, trans=1)
     den = 1.0 - E * v
     ok = den > 0.0
     safe = np.where(ok, den, 1.0)
@@ -177,42 +224,43 @@ def _cavity(Kc, post, E, beta):
     return V, m, v, mc, vc, ok
 
 
-def _chunk_pass(prior, post, likelihood, Xc, yc, E, beta, g, update, grad, damping):
-    """One chunk of a pass.  Returns ``(E_new, beta_new, g, stats)``; ``stats`` holds
-    the evidence terms, the largest site change, the skipped count, the new sites'
-    ``(Sigma, eta)`` contributions (``update``) and the gradient pieces (``grad``)."""
-    Kc = prior.cross(Xc)
-    Phi = None
-    if g is None or grad:
-        g, Phi = prior.residual(Xc, Kc)
-    V, m, v, mc, vc, ok = _cavity(Kc, post, E, beta)
+def _site_update(E, beta, mc, vc, g, d1, d2, good, damping):
+    """New sites from the tilted moments (damped), their largest change and the
+    number of updates skipped (improper cavity or update, zero tilted mass)."""
+    nu2 = -d2
+    den = 1.0 - vc * nu2
+    valid = good & (den > 0.0)
+    safe = np.where(valid, den, 1.0)
+    E_new = nu2 / safe
+    valid &= E_new >= 0.0
+    E_new = np.where(valid, E + damping * (E_new - E), E)
+    beta_new = np.where(valid, beta + damping * ((d1 + mc * nu2) / safe - beta), beta)
+    v_f = vc + g
+    change = np.maximum(np.abs(E_new - E) * v_f, np.abs(beta_new - beta) * np.sqrt(v_f))
+    return E_new, beta_new, float(np.max(change, initial=0.0)), int(np.sum(~valid))
+
+
+def _chunk_pass(post, likelihood, Phi, g, yc, E, beta, damping, update):
+    """One chunk of a pass at the sites ``(E, beta)`` that ``post`` was built from.
+
+    Returns ``(E, beta, stats, local)``: the new sites (the old ones unless
+    ``update``), ``stats`` (evidence terms, d/d likelihood parameter, and with
+    ``update`` the largest change, skipped count and the new sites' ``Sigma`` and
+    ``eta`` contributions), and ``local = (V, m, s)`` for the gradient."""
+    V, m, v, mc, vc, ok = _cavity(Phi, post, E, beta)
     logz, d1, d2, dpar = likelihood.gauss_moments(yc, mc, vc + g)
     good = ok & np.isfinite(logz) & np.isfinite(d1) & np.isfinite(d2)
-    stats = {"evidence": float(np.sum(np.where(good, logz - _log_site_mass(
-        E, beta, mc, vc), 0.0))), "dlik": float(np.sum(np.where(good, dpar, 0.0)))}
-    if grad:
-        s = np.where(good, 0.5 * (d1 * d1 + d2), 0.0)
-        stats.update(_gradient_pieces(prior, post, Xc, Kc, Phi, V, m, E, beta, s))
+    stats = {"evidence": float(np.sum(np.where(
+        good, logz - _log_site_mass(E, beta, mc, vc), 0.0))),
+        "dlik": float(np.sum(np.where(good, dpar, 0.0)))}
+    s = np.where(good, 0.5 * (d1 * d1 + d2), 0.0)       # d log Z_i / d g_i
     if update:
-        nu2 = -d2
-        den = 1.0 - vc * nu2
-        valid = good & (den > 0.0)
-        safe = np.where(valid, den, 1.0)
-        E_new = nu2 / safe
-        valid &= E_new >= 0.0
-        E_new = np.where(valid, E + damping * (E_new - E), E)
-        beta_new = np.where(valid, beta + damping * ((d1 + mc * nu2) / safe - beta),
-                            beta)
-        v_f = vc + g
-        change = np.maximum(np.abs(E_new - E) * v_f, np.abs(beta_new - beta)
-                            * np.sqrt(v_f))
-        stats["change"] = float(np.max(change, initial=0.0))
-        stats["skipped"] = int(np.sum(~valid))
-        Sigma, eta = np.zeros((Kc.shape[0],) * 2), np.zeros(Kc.shape[0])
-        _accumulate(Kc, E_new, beta_new, Sigma, eta)
-        stats["Sigma"], stats["eta"] = Sigma, eta
-        E, beta = E_new, beta_new
-    return E, beta, g, stats
+        E, beta, stats["change"], stats["skipped"] = _site_update(
+            E, beta, mc, vc, g, d1, d2, good, damping)
+        stats["Sigma"] = np.zeros((Phi.shape[0],) * 2, order="F")
+        stats["eta"] = np.zeros(Phi.shape[0])
+        _accumulate(Phi, E, beta, stats["Sigma"], stats["eta"])
+    return E, beta, stats, (V, m, s)
 
 
 def _inverse_factor(owner, name):
@@ -226,16 +274,20 @@ def _inverse_factor(owner, name):
     return owner.__dict__[key]
 
 
-def _gradient_pieces(prior, post, Xc, Kc, Phi, V, m, E, beta, s):
-    """A chunk's share of the gradient: the cross and diagonal contractions and
-    ``H = Phi S Phi'`` (for the K_mm term)."""
-    # d/dK_nm (B x M) = (beta - E m) a' - E K_nm Sigma^{-1} - 2 S K_nm K_mm^{-1}
-    G = np.outer(beta - E * m, post.a)
-    G -= (V.T * E[:, None]) @ _inverse_factor(post, "LS")
-    G -= (Phi.T * (2.0 * s)[:, None]) @ _inverse_factor(prior, "LK")
-    return {"cross": contract_cross(prior.kernel, Xc, prior.Z, G, Kc.T),
+def _gradient_pieces(prior, post, Xc, Phi, local, E, beta):
+    """A chunk's share of the gradient: its cross and diagonal contractions and
+    ``H = Phi S Phi'`` (for the K_mm term).
+
+    ``d/dK_nm = G^ L_K^{-1}`` with the whitened
+    ``G^ = (beta - E m) a' - E Phi' Sigma^{-1} - 2 S Phi'`` (B x M)."""
+    V, m, s = local
+    Gh = np.outer(beta - E * m, post.a)
+    Gh -= _matmul(V.T * E[:, None], _inverse_factor(post, "LS"))
+    Gh -= Phi.T * (2.0 * s)[:, None]
+    G = solve_triangular(prior.LK, Gh.T, trans="T", lower=True, check_finite=False).T
+    return {"cross": contract_cross(prior.kernel, Xc, prior.Z, G, prior.cross(Xc)),
             "diag": contract_diag(prior.kernel, Xc, s),
-            "H": (Phi * s) @ Phi.T}
+            "H": _matmul(Phi * s, Phi.T)}
 
 
 def _sum_stats(parts, keys):
@@ -243,8 +295,8 @@ def _sum_stats(parts, keys):
 
 
 def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
-              max_iter=100, damping=1.0, chunk_size=2048, compute_gradient=True,
-              verbose=0):
+              max_iter=100, damping=1.0, chunk_size=2048, cache_bytes=2 ** 31,
+              compute_gradient=True, verbose=0):
     """EP on the inducing-point (FITC) model: sites, log evidence and its gradient.
 
     Parameters
@@ -270,12 +322,16 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
     max_iter : int, default=100
         Most EP passes.
     damping : float in (0, 1], default=1.0
-        Initial step of the parallel updates; halved when a pass's largest
-        change grows (down to 0.05).
+        Largest step of the parallel updates: a pass whose largest change grew
+        halves the step (down to 0.05), one whose change fell lengthens it by
+        1.25 (up to ``damping``).
     chunk_size : int, default=2048
         Examples per block of kernel evaluations.
+    cache_bytes : int, default=2 ** 31
+        The whitened features (8 n M bytes) are kept across the passes of the
+        call when they fit in this; otherwise recomputed at each pass.
     compute_gradient : bool, default=True
-        Also return the gradient (one more pass over the data).
+        Also return the gradient (in the last pass over the data).
     verbose : int, default=0
         Print one line per pass when > 1.
 
@@ -298,35 +354,31 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
     """
     t0 = time.perf_counter()
     kernel = as_kernel(kernel)
-    n = X.shape[0]
+    n, M = X.shape[0], Z.shape[0]
     prior = _Prior(kernel, Z, jitter)
-    E, beta = ((np.zeros(n), np.zeros(n)) if sites is None else
-               (np.array(sites[0], dtype=np.float64), np.array(sites[1], dtype=np.float64)))
+    sites = (np.zeros(n), np.zeros(n)) if sites is None else sites
+    E, beta = (np.array(a, dtype=np.float64) for a in sites)
     blocks = _chunks(n, chunk_size)
-    g = [None] * len(blocks)
+    feats = _Features(prior, X, blocks, cache_bytes)
+    Sigma, eta, passes = np.zeros((M, M), order="F"), np.zeros(M), 0
     if np.any(E) or np.any(beta):
-        Sigma, eta = prior.Kmm.copy(), np.zeros(Z.shape[0])
         for k, sl in enumerate(blocks):
-            Kc = prior.cross(X[sl])
-            g[k] = prior.residual(X[sl], Kc)[0]
-            _accumulate(Kc, E[sl], beta[sl], Sigma, eta)
+            _accumulate(feats[k][0], E[sl], beta[sl], Sigma, eta)
         passes = 1
-    else:
-        Sigma, eta, passes = prior.Kmm.copy(), np.zeros(Z.shape[0]), 0
     info = {"iterations": 0, "converged": False, "max_change": np.inf, "n_skipped": 0}
-    last = np.inf
+    last, max_damping = np.inf, float(damping)
     for it in range(max_iter):
-        post = _Posterior(Sigma, eta)
+        post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
         parts = []
         for k, sl in enumerate(blocks):
-            E[sl], beta[sl], g[k], st = _chunk_pass(prior, post, likelihood, X[sl],
-                                                    y[sl], E[sl], beta[sl], g[k],
-                                                    True, False, damping)
+            Phi, g = feats[k]
+            E[sl], beta[sl], st, _ = _chunk_pass(post, likelihood, Phi, g, y[sl],
+                                                 E[sl], beta[sl], damping, True)
             parts.append(st)
         passes += 1
         tot = _sum_stats(parts, ("Sigma", "eta", "skipped"))
         change = max(p["change"] for p in parts)
-        Sigma, eta = prior.Kmm + tot["Sigma"], tot["eta"]
+        Sigma, eta = tot["Sigma"], tot["eta"]
         info.update(iterations=it + 1, max_change=change, n_skipped=tot["skipped"])
         if verbose > 1:
             print(f"  [gpc sparse EP] pass {it + 1}: largest site change {change:.2e}, "
@@ -334,36 +386,215 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
         if change < tol:
             info["converged"] = True
             break
-        if change > last and damping > 0.05:
-            damping = max(0.5 * damping, 0.05)
+        # A growing change halves the step; steady progress lengthens it again.
+        damping = (max(0.5 * damping, 0.05) if change > last
+                   else min(1.25 * damping, max_damping))
         last = change
-    post = _Posterior(Sigma, eta)
-    parts = [_chunk_pass(prior, post, likelihood, X[sl], y[sl], E[sl], beta[sl], g[k],
-                         False, compute_gradient, damping)[3]
-             for k, sl in enumerate(blocks)]
+    post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
+    log_ev, grad, dlik, parts = post.log_zq(), None, None, []
+    for k, sl in enumerate(blocks):
+        Phi, g = feats[k]
+        _, _, st, local = _chunk_pass(post, likelihood, Phi, g, y[sl], E[sl], beta[sl],
+                                      damping, False)
+        if compute_gradient:
+            st.update(_gradient_pieces(prior, post, X[sl], Phi, local, E[sl], beta[sl]))
+        parts.append(st)
     passes += 1
-    log_ev = post.log_zq(prior) + sum(p["evidence"] for p in parts)
-    grad = dlik = None
+    log_ev += sum(p["evidence"] for p in parts)
     if compute_gradient:
         grad = _assemble_gradient(prior, post, parts)
         dlik = np.array([sum(p["dlik"] for p in parts)])[: len(likelihood.params)]
-    Kinv = cho_solve((prior.LK, True), np.eye(Z.shape[0]), check_finite=False)
-    Sinv = cho_solve((post.LS, True), np.eye(Z.shape[0]), check_finite=False)
+    alpha = solve_triangular(prior.LK, post.a, trans="T", lower=True,
+                             check_finite=False)
     info.update(passes=passes, damping=damping, seconds=time.perf_counter() - t0)
     return SparseEPResult(log_evidence=float(log_ev), grad=grad, dlik=dlik,
-                          sites=(E, beta), alpha=post.a.copy(), C=Sinv - Kinv, info=info)
+                          sites=(E, beta), alpha=alpha,
+                          C=prior.unwhiten(post.inverse_minus_identity()), info=info)
 
 
 def _assemble_gradient(prior, post, parts):
-    """The kernel gradient from the chunks' pieces and the K_mm term."""
-    M = prior.Z.shape[0]
-    eye = np.eye(M)
-    Kinv = cho_solve((prior.LK, True), eye, check_finite=False)
-    Sinv = cho_solve((post.LS, True), eye, check_finite=False)
-    H = sum(p["H"] for p in parts)
-    LinvK = _inverse_factor(prior, "LK")
-    D = -0.5 * (np.outer(post.a, post.a) + Sinv - Kinv) + LinvK.T @ H @ LinvK
+    """The kernel gradient from the chunks' pieces and the K_mm term
+    ``L_K^{-T} (H - a a' / 2 - (Sigma^{-1} - I) / 2) L_K^{-1}``."""
+    Dh = sum(p["H"] for p in parts) - 0.5 * (np.outer(post.a, post.a)
+                                             + post.inverse_minus_identity())
+    D = prior.unwhiten(0.5 * (Dh + Dh.T))
     D = 0.5 * (D + D.T)
-    D[np.diag_indices(M)] *= 1.0 + prior.jitter
+    D[np.diag_indices_from(D)] *= 1.0 + prior.jitter
     return (contract(prior.kernel, prior.Z, D) + sum(p["cross"] for p in parts)
             + sum(p["diag"] for p in parts))
+
+
+class SparseEvidence:
+    """The sparse EP log evidence of hyperparameters, per example, warm-started.
+
+    A callable for :func:`scipy.optimize.minimize` (through
+    :func:`gpc.optimize.maximize_evidence`): ``objective(theta) -> (value,
+    gradient)`` with ``theta`` the kernel's log-hyperparameters followed by the
+    logs of the likelihood's free parameters.  The value is the log evidence
+    divided by the number of examples, so that the optimiser's tolerances mean
+    the same at every n.  Each call starts EP from the sites of the last
+    successful one; the best call is kept (``best``), so that an interrupted
+    optimisation loses nothing.
+
+    Parameters
+    ----------
+    kernel, likelihood : the model at its initial parameters
+    X, y, Z : data and inducing inputs
+    learn_likelihood : bool
+        Whether the likelihood's free parameters are part of theta.
+    verbose : int
+        One line per evaluation when > 0 (log evidence, gradient norm, time).
+    **options
+        Passed to :func:`sparse_ep` (jitter, tol, max_iter, damping, chunk_size).
+    """
+
+    def __init__(self, kernel, likelihood, X, y, Z, *, learn_likelihood=False,
+                 verbose=0, **options):
+        self.kernel = kernel.clone_with_theta(kernel.theta)
+        self.likelihood = likelihood
+        self.X, self.y, self.Z = X, y, Z
+        self.learn_likelihood = bool(learn_likelihood)
+        self.options = options
+        self.verbose = verbose
+        self.sites = None
+        self.best = None            # (value, theta, sites, result)
+        self.history = []
+        self.t0 = time.perf_counter()
+        self._lik_free = (self._free_likelihood_mask() if self.learn_likelihood
+                          else np.zeros(0, dtype=bool))
+
+    def _free_likelihood_mask(self):
+        b = np.asarray(self.likelihood.param_bounds, dtype=np.float64).reshape(-1, 2)
+        return b[:, 0] < b[:, 1]
+
+    @property
+    def theta(self):
+        p = np.log(np.asarray(self.likelihood.params, dtype=np.float64))
+        return np.concatenate([self.kernel.theta, p[self._lik_free]])
+
+    @property
+    def bounds(self):
+        b = np.log(np.asarray(self.likelihood.param_bounds, dtype=np.float64)
+                   .reshape(-1, 2))
+        return np.vstack([self.kernel.bounds.reshape(-1, 2), b[self._lik_free]])
+
+    def model(self, theta):
+        """``(kernel, likelihood)`` at theta."""
+        theta = np.asarray(theta, dtype=np.float64)
+        p = self.kernel.n_dims
+        kernel = self.kernel.clone_with_theta(theta[:p])
+        likelihood = self.likelihood
+        if self._lik_free.any():
+            params = np.array(likelihood.params, dtype=np.float64)
+            params[self._lik_free] = np.exp(theta[p:])
+            likelihood = likelihood.with_params(params)
+        return kernel, likelihood
+
+    def run(self, theta, compute_gradient=True):
+        """:func:`sparse_ep` at theta from the kept sites."""
+        kernel, likelihood = self.model(theta)
+        return sparse_ep(kernel, likelihood, self.X, self.y, self.Z, sites=self.sites,
+                         compute_gradient=compute_gradient, **self.options)
+
+    def __call__(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        res = self.run(theta)
+        _, likelihood = self.model(theta)
+        n = self.X.shape[0]
+        params = np.asarray(likelihood.params, dtype=np.float64)
+        grad = np.concatenate([res.grad, (res.dlik * params)[self._lik_free]]) / n
+        value = res.log_evidence / n
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            raise FloatingPointError("sparse EP: non-finite evidence or gradient.")
+        self.sites = res.sites
+        self.history.append(res.log_evidence)
+        if self.best is None or value > self.best[0]:
+            self.best = (value, theta.copy(), res.sites, res)
+        if self.verbose:
+            print(f"[gpc sparse EP] n = {n}, evaluation {len(self.history)}: log "
+                  f"evidence {res.log_evidence:.6g}, |gradient| "
+                  f"{np.linalg.norm(grad) * n:.3g}, {res.info['passes']} passes, "
+                  f"{time.perf_counter() - self.t0:.1f} s", flush=True)
+        return value, grad
+
+
+def stage_sizes(n, n_inducing, smallest=5000, factor=10):
+    """The data sizes of staged evidence maximisation: ``n, n / factor, ...`` down to
+    ``max(smallest, 10 n_inducing)``, smallest first.
+
+    A stage on a random subset costs a fraction of the full data's and ends near
+    the full optimum, so the stages on more data start close and take few
+    evaluations; the last stage is always the whole data."""
+    sizes, s = [n], n // factor
+    while s >= max(smallest, 10 * n_inducing):
+        sizes.append(s)
+        s //= factor
+    return sizes[::-1]
+
+
+def maximize_sparse_evidence(kernel, likelihood, X, y, Z, *, learn_likelihood,
+                             random_state=None, verbose=0, **options):
+    """Staged L-BFGS-B maximisation of the sparse EP evidence.
+
+    The stages (:func:`stage_sizes`) run on nested random subsets, each starting
+    from the previous stage's optimum and, for the examples they share, from its
+    sites; the last stage is the whole data.
+
+    Returns
+    -------
+    theta : ndarray
+        The best parameters found (``SparseEvidence.theta`` layout).
+    sites : tuple or None
+        Their sites on the whole data, None when the last stage never completed
+        an evaluation.
+    info : dict
+        ``interrupted`` (a KeyboardInterrupt stopped the optimisation; it is not
+        re-raised, the best parameters so far are returned), ``stages`` (sizes),
+        ``n_evaluations`` and ``history`` (log evidence of every evaluation, per
+        stage).
+    """
+    from sklearn.utils import check_random_state
+
+    from .optimize import maximize_evidence
+
+    n = X.shape[0]
+    order = check_random_state(random_state).permutation(n)
+    theta, sites, rows_prev = None, None, None
+    info = {"interrupted": False, "stages": stage_sizes(n, Z.shape[0]),
+            "n_evaluations": 0, "history": []}
+    for size in info["stages"]:
+        rows = np.sort(order[:size]) if size < n else np.arange(n)
+        objective = SparseEvidence(kernel, likelihood, X[rows], y[rows], Z,
+                                   learn_likelihood=learn_likelihood, verbose=verbose,
+                                   **options)
+        objective.sites = _carry_sites(sites, rows_prev, rows, n)
+        start = objective.theta if theta is None else theta
+        try:
+            maximize_evidence(objective, start, objective.bounds)
+        except KeyboardInterrupt:
+            info["interrupted"] = True
+        info["n_evaluations"] += len(objective.history)
+        info["history"].append(objective.history)
+        if objective.best is not None:
+            _, theta, sites, _ = objective.best
+            rows_prev = rows
+        if info["interrupted"]:
+            break
+    if theta is None:
+        if info["interrupted"]:
+            raise KeyboardInterrupt
+        raise FloatingPointError("sparse EP: every evaluation of the evidence failed.")
+    whole = rows_prev is not None and rows_prev.size == n
+    return theta, (sites if whole else None), info
+
+
+def _carry_sites(sites, rows_prev, rows, n):
+    """Sites of a stage on ``rows`` from those of the previous stage on
+    ``rows_prev`` (zeros for the examples new to it)."""
+    if sites is None:
+        return None
+    pos = np.full(n, -1, dtype=np.intp)
+    pos[rows] = np.arange(rows.size)
+    E, beta = np.zeros(rows.size), np.zeros(rows.size)
+    E[pos[rows_prev]], beta[pos[rows_prev]] = sites
+    return E, beta

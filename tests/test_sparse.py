@@ -145,27 +145,32 @@ def test_memory_is_bounded_by_the_capacity():
 
 def test_classifier_fit_partial_fit_and_ovr():
     X, y = data(300, 6)
-    clf = gpc.SparseGPClassifier(RBF(1.0), max_basis=40, optimizer=None)
+    clf = gpc.SparseGPClassifier(RBF(1.0), method="online",
+                                 max_basis=40, optimizer=None)
     clf.fit(X, y)
     assert clf.n_basis_ <= 40 and clf.score(X, y) > 0.85
-    stream = gpc.SparseGPClassifier(RBF(1.0), max_basis=40, optimizer=None,
+    stream = gpc.SparseGPClassifier(RBF(1.0), method="online",
+                                    max_basis=40, optimizer=None,
                                     chunk_size=50)
     with pytest.raises(ValueError, match="classes must be passed"):
         stream.partial_fit(X[:50], y[:50])
     for start in range(0, 300, 50):
         stream.partial_fit(X[start:start + 50], y[start:start + 50], classes=[-1, 1])
     np.testing.assert_allclose(stream.predict_proba(X),
-                               gpc.SparseGPClassifier(RBF(1.0), max_basis=40,
+                               gpc.SparseGPClassifier(RBF(1.0), method="online",
+                                                      max_basis=40,
                                                       optimizer=None, chunk_size=50)
                                .fit(X, y).predict_proba(X), rtol=1e-8)
     # More than two classes: one sparse GP per class.
     y3 = np.digitize(X[:, 0], [-0.5, 0.5])
-    multi = gpc.SparseGPClassifier(RBF(1.0), max_basis=30, optimizer=None).fit(X, y3)
+    multi = gpc.SparseGPClassifier(RBF(1.0), method="online",
+                                   max_basis=30, optimizer=None).fit(X, y3)
     p = multi.predict_proba(X)
     assert p.shape == (300, 3) and np.allclose(p.sum(1), 1)
     assert multi.score(X, y3) > 0.8
     # The classes in two joblib workers: the same fit.
-    parallel = gpc.SparseGPClassifier(RBF(1.0), max_basis=30, optimizer=None,
+    parallel = gpc.SparseGPClassifier(RBF(1.0), method="online",
+                                      max_basis=30, optimizer=None,
                                       n_jobs=2).fit(X, y3)
     np.testing.assert_array_equal(parallel.predict_proba(X), p)
 
@@ -173,16 +178,18 @@ def test_classifier_fit_partial_fit_and_ovr():
 def test_ep_sweeps_and_em_raise_the_evidence():
     X, y = data(400, 7)
     kernel = C(1.0) * RBF(1.0)
-    online = gpc.SparseGPClassifier(kernel, max_basis=50, optimizer=None).fit(X, y)
+    online = gpc.SparseGPClassifier(kernel, method="online",
+                                    max_basis=50, optimizer=None).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        swept = gpc.SparseGPClassifier(kernel, max_basis=50, optimizer=None,
+        swept = gpc.SparseGPClassifier(kernel, method="online",
+                                       max_basis=50, optimizer=None,
                                        n_sweeps=20, tol=1e-8).fit(X, y)
-        em = gpc.SparseGPClassifier(kernel, max_basis=50, n_sweeps=5,
+        em = gpc.SparseGPClassifier(kernel, method="online", max_basis=50, n_sweeps=5,
                                     n_em=4).fit(X, y)
     assert swept.inference_info_["ep_converged"]
     assert swept.log_marginal_likelihood_value_ > online.log_marginal_likelihood_value_
-    h = em.em_history_
+    h = em.evidence_history_
     assert len(h) == 5 and h[-1] > h[0]
 
 
@@ -190,7 +197,8 @@ def test_regressor_learns_gaussian_noise():
     rng = np.random.RandomState(8)
     X = rng.uniform(-3, 3, (600, 1))
     y = np.sin(2 * X[:, 0]) + 0.2 * rng.randn(600)
-    reg = gpc.SparseGPRegressor(RBF(0.5, "fixed"), max_basis=40, n_em=8).fit(X, y)
+    reg = gpc.SparseGPRegressor(RBF(0.5, "fixed"), method="online",
+                                max_basis=40, n_em=8).fit(X, y)
     assert reg.likelihood_.noise_variance == pytest.approx(0.04, rel=0.25)
     mean, std = reg.predict(X[:5], return_std=True)
     assert np.all(np.abs(mean - np.sin(2 * X[:5, 0])) < 0.2)
@@ -201,7 +209,7 @@ def test_bad_parameters_and_input_are_refused():
     X, y = data(20, 9)
     for bad in [dict(max_basis=0), dict(n_sweeps=0), dict(novelty_tol=-1),
                 dict(damping=0), dict(tol=0), dict(optimizer="bfgs"), dict(n_em=-1),
-                dict(likelihood="gaussian")]:
+                dict(likelihood="gaussian"), dict(method="fitc"), dict(jitter=-1)]:
         with pytest.raises(ValueError):
             gpc.SparseGPClassifier(**bad).fit(X, y)
     with pytest.raises(ValueError, match="regression likelihood"):
@@ -238,9 +246,11 @@ def test_em_recovers_the_one_sided_noise_rate_and_laplace_shows_its_bias():
     # Laplace likelihood puts it near the noise's median above f.
     X, y, f = _one_sided_toy(0)
     kernel = C(1.0, "fixed") * RBF(1.0, "fixed")
-    one = gpc.SparseGPRegressor(kernel, likelihood="one_sided_exponential",
+    one = gpc.SparseGPRegressor(kernel, method="online",
+                                likelihood="one_sided_exponential",
                                 max_basis=50, n_em=30).fit(X, y)
-    lap = gpc.SparseGPRegressor(kernel, likelihood="laplace", max_basis=50,
+    lap = gpc.SparseGPRegressor(kernel, method="online",
+                                likelihood="laplace", max_basis=50,
                                 n_em=30).fit(X, y)
     assert one.likelihood_.rate == pytest.approx(2.0, rel=0.1)
     m_one, _ = one.latent_mean_and_variance(X)
@@ -273,7 +283,8 @@ def test_regressor_partial_fit_equals_fit_and_pickles():
     rng = np.random.RandomState(10)
     X = rng.uniform(-3, 3, (300, 2))
     y = np.sin(X[:, 0]) * X[:, 1] + 0.1 * rng.randn(300)
-    make = lambda: gpc.SparseGPRegressor(RBF(1.0), likelihood=Gaussian(0.01),
+    make = lambda: gpc.SparseGPRegressor(RBF(1.0), method="online",
+                                         likelihood=Gaussian(0.01),
                                          max_basis=40, optimizer=None, chunk_size=100)
     full = make().fit(X, y)
     stream = make()
@@ -288,7 +299,8 @@ def test_regressor_partial_fit_equals_fit_and_pickles():
 
 def test_verbose_reports_progress(capsys):
     X, y = data(600, 11)
-    gpc.SparseGPClassifier(RBF(1.0), max_basis=20, optimizer=None, n_sweeps=2,
+    gpc.SparseGPClassifier(RBF(1.0), method="online",
+                           max_basis=20, optimizer=None, n_sweeps=2,
                            chunk_size=100, verbose=1).fit(X, y)
     out = capsys.readouterr().out
     assert "600/600 examples" in out and "EP sweep 1" in out
