@@ -533,7 +533,8 @@ def stage_sizes(n, n_inducing, smallest=5000, factor=10):
 
 
 def maximize_sparse_evidence(kernel, likelihood, X, y, Z, *, learn_likelihood,
-                             random_state=None, verbose=0, **options):
+                             random_state=None, smallest_stage=5000, verbose=0,
+                             **options):
     """Staged L-BFGS-B maximisation of the sparse EP evidence.
 
     The stages (:func:`stage_sizes`) run on nested random subsets, each starting
@@ -560,7 +561,8 @@ def maximize_sparse_evidence(kernel, likelihood, X, y, Z, *, learn_likelihood,
     n = X.shape[0]
     order = check_random_state(random_state).permutation(n)
     theta, sites, rows_prev = None, None, None
-    info = {"interrupted": False, "stages": stage_sizes(n, Z.shape[0]),
+    info = {"interrupted": False,
+            "stages": stage_sizes(n, Z.shape[0], smallest=smallest_stage),
             "n_evaluations": 0, "history": []}
     for size in info["stages"]:
         rows = np.sort(order[:size]) if size < n else np.arange(n)

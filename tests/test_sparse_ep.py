@@ -128,3 +128,75 @@ def test_chunks_and_warm_starts_change_nothing():
         assert abs(other.log_evidence - one.log_evidence) < 1e-9
         np.testing.assert_allclose(other.grad, one.grad, rtol=1e-7, atol=1e-9)
     assert warm.info["iterations"] < one.info["iterations"]
+
+
+# -- the estimators' default method -------------------------------------------------
+
+def test_classifier_with_every_input_inducing_is_full_ep():
+    X, y = _data(70, 2, 9)
+    kernel = ConstantKernel(1.5) * RBF([0.3, 0.2])
+    clf = gpc.SparseGPClassifier(kernel, max_basis=70, jitter=0.0, tol=1e-12,
+                                 optimizer=None).fit(X, y)
+    full = gpc.infer(kernel(X), y, method="ep", likelihood="probit", tol=1e-14)
+    assert abs(clf.log_marginal_likelihood_value_ - full.log_evidence) < 1e-8
+    Xs = np.random.RandomState(3).randn(5, 2)
+    p_full = get_likelihood("probit").predict(
+        *full.posterior.latent_mean_and_variance(kernel(X, Xs), kernel.diag(Xs)))
+    np.testing.assert_allclose(clf.predict_proba(Xs)[:, 1], p_full, atol=1e-8)
+
+
+def test_stages_end_on_the_whole_data():
+    assert gpc.sparse_ep.stage_sizes(10 ** 6, 200) == [10 ** 4, 10 ** 5, 10 ** 6]
+    assert gpc.sparse_ep.stage_sizes(3000, 50) == [3000]
+    rng = np.random.RandomState(0)
+    X = rng.randn(12000, 2)
+    y = (X[:, 0] + 0.5 * rng.randn(12000) > 0).astype(int)
+    clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), max_basis=20,
+                                 random_state=0).fit(X, y)
+    assert clf.inference_info_["stages"] == [12000]
+    assert clf.log_marginal_likelihood_value_ == pytest.approx(
+        max(clf.evidence_history_), abs=1e-6 * 12000)
+    # Two stages on nested subsets: each starts from the previous optimum and
+    # sites, so the last takes few evaluations and ends at the whole data's optimum.
+    kernel, lik = ConstantKernel(1.0) * RBF(1.0), get_likelihood("probit")
+    theta, sites, info = gpc.sparse_ep.maximize_sparse_evidence(
+        kernel, lik, X, 2.0 * y - 1.0, clf.basis_vectors_, learn_likelihood=False,
+        random_state=0, smallest_stage=120)
+    assert info["stages"] == [1200, 12000] and sites[0].shape == (12000,)
+    assert len(info["history"][-1]) < len(info["history"][0])
+    direct = gpc.sparse_ep.SparseEvidence(kernel, lik, X, 2.0 * y - 1.0,
+                                          clf.basis_vectors_)
+    assert np.linalg.norm(direct(theta)[1]) < 1e-4
+
+
+def test_regressor_learns_the_noise_by_maximum_evidence():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (1000, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(1000)
+    reg = gpc.SparseGPRegressor(RBF(1.0), max_basis=30, random_state=0).fit(X, y)
+    assert reg.likelihood_.noise_variance == pytest.approx(0.01, rel=0.2)
+    assert abs(reg.predict([[0.5]])[0] - np.sin(0.5)) < 0.05
+
+
+def test_interrupted_fit_keeps_the_best_hyperparameters(monkeypatch, capsys):
+    X, y = _data(300, 2, 10)
+    calls = {"n": 0}
+    original = gpc.sparse_ep.SparseEvidence.__call__
+
+    def interrupted(self, theta):
+        calls["n"] += 1
+        if calls["n"] > 4:
+            raise KeyboardInterrupt
+        return original(self, theta)
+
+    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "__call__", interrupted)
+    clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), max_basis=20,
+                                 random_state=0, verbose=1)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        clf.fit(X, y)
+    assert clf.inference_info_["interrupted"]
+    best = max(clf.evidence_history_)
+    assert len(clf.evidence_history_) == 4
+    assert clf.log_marginal_likelihood_value_ == pytest.approx(best, abs=1e-6)
+    out = capsys.readouterr().out
+    assert out.count("evaluation") == 4 and "|gradient|" in out
