@@ -31,6 +31,7 @@ import bench_ep
 import bench_laplace
 import bench_pl
 import bench_sparse
+import bench_sparse_learning
 import bench_speed
 import bench_vb
 import paper_evidence
@@ -41,7 +42,8 @@ import paper_vb
 from _common import RESULTS, machine_line, publish
 
 SPEED = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
-         "sparse": bench_sparse, "vb": bench_vb, "speed": bench_speed}
+         "sparse": bench_sparse, "sparse_learning": bench_sparse_learning,
+         "vb": bench_vb, "speed": bench_speed}
 PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
           "paper_vb": paper_vb, "paper_sparse": paper_sparse,
           "paper_evidence": paper_evidence}

@@ -1,0 +1,164 @@
+"""Large data that learns: hyperparameters learnt on all the data, gpc against SVGP.
+
+The 8-D problem of issue 25: X ~ N(0, I_8), y = 1[x1 + x2 x3 + 0.3 e > 0], a separate
+test set of 10^4 points, 200 inducing points, an ARD squared-exponential kernel with a
+signal variance learnt by each library's standard procedure:
+
+* gpc ``SparseGPClassifier`` (its default: sparse EP, evidence maximised by L-BFGS-B
+  in stages that end on the whole data), and, at the smaller sizes, the sparse online
+  GP with EM (``method="online"``), which it replaces;
+* GPflow's and GPyTorch's SVGP (Adam, learning rate 0.01, minibatches of 1024,
+  inducing inputs learnt, the same k-means++ start), when installed (``pip install
+  ".[peers]"``); the report says so when they are absent.  Their test log loss is
+  recorded every few seconds of training (evaluation time excluded), which gives the
+  time each needs to come within 0.005 of its own final log loss.
+
+gpc's fit runs in a child process so that its peak resident memory is its own.
+
+Run standalone (``python bench/bench_sparse_learning.py``) or through
+``bench/run_all.py``.
+"""
+
+import multiprocessing as mp
+import resource
+import time
+
+import numpy as np
+from _common import machine_line, settle, standalone
+from sklearn.cluster import kmeans_plusplus
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import _peers
+
+
+def make_problem(n, seed):
+    """The issue's 8-D problem (labels 0/1)."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 8)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.randn(n) > 0).astype(int)
+    return X, y
+
+
+def _gpc_child(conn, n, M, method, seed):
+    import gpc
+
+    X, y = make_problem(n, seed)
+    X_test, y_test = make_problem(10 ** 4, seed + 1)
+    clf = gpc.SparseGPClassifier(C(1.0) * RBF(np.ones(8)), max_basis=M, method=method,
+                                 random_state=0)
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    seconds = time.perf_counter() - t0
+    error, log_loss = _peers.test_scores(clf.predict_proba(X_test)[:, 1], y_test)
+    conn.send(dict(seconds=seconds, error=error, log_loss=log_loss,
+                   peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20,
+                   evaluations=clf.inference_info_.get("n_evaluations"),
+                   stages=clf.inference_info_.get("stages"), kernel=str(clf.kernel_)))
+
+
+def run_gpc(n, M, method="ep", seed=0):
+    """gpc's fit in a child process (spawned: a clean heap for the peak memory)."""
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_gpc_child, args=(child, n, M, method, seed))
+    proc.start()
+    out = parent.recv()
+    proc.join()
+    return out
+
+
+def run_peers(n, M, max_seconds, seed=0):
+    """Each installed peer's SVGP on the same data and inducing start."""
+    X, y = make_problem(n, seed)
+    X_test, y_test = make_problem(10 ** 4, seed + 1)
+    Z, _ = kmeans_plusplus(X[:20000], M, random_state=0)
+    rows = {}
+    for name, fit in (("gpflow", _peers.fit_gpflow_svgp),
+                      ("gpytorch", _peers.fit_gpytorch_svgp)):
+        if _peers.available().get(name) is None:
+            continue
+        settle()
+        out = fit(X, y, X_test, y_test, Z, max_seconds=max_seconds)
+        out["within"] = _peers.seconds_to_within(out["trajectory"],
+                                                 out["final_log_loss"])
+        rows[name] = out
+    return rows
+
+
+def report(sizes, M, results, absent):
+    lines = [
+        "## Large data: hyperparameters learnt on all the data (issue 25)",
+        "",
+        f"8-D problem (y = 1[x1 + x2 x3 + 0.3 e > 0]), {M} inducing points, ARD "
+        "squared exponential with a signal variance learnt, 10^4 test points. gpc: "
+        "`SparseGPClassifier` (default `method=\"ep\"`; `\"online\"` = the sparse "
+        "online GP with EM). Peers: SVGP with Adam (lr 0.01, minibatch 1024), "
+        "inducing inputs learnt; *within 0.005* = training seconds until the test "
+        "log loss first came within 0.005 of the peer's own final one.",
+        "",
+        "| n | library | test error | test log loss | fit seconds | within 0.005 (s) "
+        "| peak memory (GB) | notes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n in sizes:
+        for name, r in results[n].items():
+            if name.startswith("gpc"):
+                note = (f"{r['evaluations']} evidence evaluations, stages "
+                        f"{r['stages']}; {r['kernel']}")
+                lines.append(f"| {n:.0e} | {name} | {r['error']:.3f} | "
+                             f"{r['log_loss']:.3f} | {r['seconds']:.1f} | | "
+                             f"{r['peak_gb']:.2f} | {note} |")
+            else:
+                within = "never" if r["within"] is None else f"{r['within']:.1f}"
+                lines.append(f"| {n:.0e} | {name} {r['version']} | "
+                             f"{r['final_error']:.3f} | {r['final_log_loss']:.3f} | "
+                             f"{r['train_seconds']:.1f} | {within} | | "
+                             f"{r['epochs']} epochs |")
+    if absent:
+        lines += ["", f"Peers not installed here: {', '.join(absent)} "
+                  "(`pip install \".[peers]\"`)."]
+    lines += ["", machine_line()]
+    return "\n".join(lines)
+
+
+def run(args):
+    """Run the comparison; returns the Markdown section."""
+    absent = [k for k, v in _peers.available().items() if v is None]
+    results = {}
+    for n in args.learning_sizes:
+        results[n] = {"gpc": run_gpc(n, args.learning_inducing)}
+        print(f"  gpc n={n}: {results[n]['gpc']['seconds']:.1f} s, log loss "
+              f"{results[n]['gpc']['log_loss']:.4f}", flush=True)
+        if n <= args.learning_em_up_to:
+            results[n]["gpc online + EM"] = run_gpc(n, args.learning_inducing,
+                                                    method="online")
+        if not args.learning_no_peers:
+            results[n].update(run_peers(n, args.learning_inducing,
+                                        args.learning_peer_seconds))
+    return report(args.learning_sizes, args.learning_inducing, results, absent)
+
+
+# The quick mode (``--quick``: the main job's smoke run): 10^4 points, no peers.
+QUICK = {"learning_sizes": [10_000], "learning_inducing": 100,
+         "learning_no_peers": True}
+
+
+def add_arguments(ap):
+    ap.add_argument("--learning-sizes", type=int, nargs="+",
+                    default=[10 ** 5, 10 ** 6], help="training sizes")
+    ap.add_argument("--learning-inducing", type=int, default=200,
+                    help="inducing points")
+    ap.add_argument("--learning-peer-seconds", type=float, default=150.0,
+                    help="training time given to each peer")
+    ap.add_argument("--learning-em-up-to", type=int, default=10 ** 4,
+                    help="also run the online GP with EM up to this n")
+    ap.add_argument("--learning-no-peers", action="store_true", help="gpc only")
+
+
+def main(argv=None):
+    standalone(__doc__, add_arguments, run, argv, quick=QUICK)
+
+
+if __name__ == "__main__":
+    main()
