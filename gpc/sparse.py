@@ -69,6 +69,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _sparse
 from .kernels import as_kernel, contract
 from .likelihoods import get_likelihood
+from ._chunked import ChunkedData
 from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
 
 
@@ -444,6 +445,21 @@ def _learnable_likelihood(likelihood):
     return bool(len(bounds)) and bool(np.any(bounds[:, 0] < bounds[:, 1]))
 
 
+def _kmeans_centres(M, seed, *parts):
+    X = np.concatenate(parts)
+    if X.shape[0] <= M:
+        return X
+    return kmeans_plusplus(X, M, random_state=seed)[0]
+
+
+def _as_float(block):
+    return np.asarray(block, dtype=np.float64)
+
+
+def _is_dask(a):
+    return type(a).__module__.startswith("dask.")
+
+
 class _SparseGP(BaseEstimator):
     """The estimator machinery shared by :class:`SparseGPClassifier` and
     :class:`SparseGPRegressor` (see :mod:`gpc.sparse`)."""
@@ -560,43 +576,66 @@ class _SparseGP(BaseEstimator):
             return self._fit_online(X, y)
         return self._fit_ep(X, y)
 
-    def _inducing_inputs(self, X):
-        """The given inducing inputs, or k-means++ centres of (a random subset of
-        at most max(20 max_basis, 10^4) rows of) X; all of X when it has at most
-        max_basis rows."""
+    def _inducing_inputs(self, data):
+        """The given inducing inputs, or the k-means++ centres of a random subset of
+        at most about max(20 max_basis, 10^4) rows (all the rows when there are at
+        most max_basis), computed where the data live: only the centres come
+        back."""
         if self.inducing_points is not None:
             Z = check_array(self.inducing_points, dtype=np.float64)
-            if Z.shape[1] != X.shape[1]:
+            if Z.shape[1] != self.n_features_in_:
                 raise ValueError(f"inducing_points has {Z.shape[1]} features; X has "
-                                 f"{X.shape[1]}.")
+                                 f"{self.n_features_in_}.")
             return Z
-        n, M = X.shape[0], self.max_basis
-        if n <= M:
-            return X.copy()
-        rng = check_random_state(self.random_state)
-        sub = X[rng.choice(n, min(n, max(20 * M, 10000)), replace=False)]
-        return kmeans_plusplus(sub, M, random_state=rng)[0]
+        M = self.max_basis
+        sample = data.subset(min(1.0, max(20 * M, 10000) / data.n))
+        seed = check_random_state(self.random_state).randint(2 ** 31 - 1)
+        ex = data.executor
+        return ex.gather([ex.submit(_kmeans_centres, M, seed, *sample.X)])[0]
+
+    def _fit_dask(self, X, y, encode):
+        """Fit on Dask arrays: the chunks stay on the workers of the current
+        ``distributed`` client; ``encode`` maps a block of y to the targets."""
+        try:
+            from distributed import get_client
+            client = get_client()
+        except (ImportError, ValueError):
+            raise ValueError("fitting Dask arrays needs dask.distributed and a "
+                             "Client (e.g. distributed.Client(LocalCluster())).") \
+                from None
+        if self.method != "ep":
+            raise ValueError("Dask arrays are fitted with method='ep' only.")
+        if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+            raise ValueError(f"X must be 2-D and y 1-D with as many rows; got shapes "
+                             f"{X.shape} and {y.shape}.")
+        targets = y.map_blocks(encode, dtype=np.float64)
+        data = ChunkedData.from_dask(client, X.astype(np.float64), targets,
+                                     self.random_state)
+        self.n_features_in_ = int(X.shape[1])
+        return self._fit_ep(data, None)
 
     def _fit_ep(self, X, y):
         """Sparse EP on inducing inputs; hyperparameters by staged L-BFGS-B on its
-        evidence (:func:`gpc.sparse_ep.maximize_sparse_evidence`)."""
+        evidence (:func:`gpc.sparse_ep.maximize_sparse_evidence`).  ``X`` is an
+        array, or a :class:`gpc._chunked.ChunkedData` (then ``y`` is None)."""
         kernel, likelihood = self._check_params()
-        Z = self._inducing_inputs(X)
+        data = X if isinstance(X, ChunkedData) else ChunkedData.from_arrays(
+            X, y, max(self.chunk_size, 2048), self.random_state)
+        Z = self._inducing_inputs(data)
         learn = self.optimizer is not None
         learn_lik = learn and _learnable_likelihood(likelihood)
-        options = dict(jitter=self.jitter, tol=self.tol, damping=self.damping,
-                       chunk_size=max(self.chunk_size, 2048))
+        options = dict(jitter=self.jitter, tol=self.tol, damping=self.damping)
         theta, sites, opt = None, None, {"interrupted": False, "history": [[]]}
         if learn and (kernel.n_dims > 0 or learn_lik):
             theta, sites, opt = maximize_sparse_evidence(
-                kernel, likelihood, X, y, Z, learn_likelihood=learn_lik,
-                random_state=self.random_state, verbose=self.verbose, **options)
+                kernel, likelihood, data, Z, learn_likelihood=learn_lik,
+                verbose=self.verbose, **options)
             if opt["interrupted"]:
                 warnings.warn("sparse GP: fit interrupted; the model is fitted with "
                               "the best hyperparameters evaluated so far.",
                               RuntimeWarning, stacklevel=3)
-        final = SparseEvidence(kernel, likelihood, X, y, Z, learn_likelihood=learn_lik,
-                               **options)
+        final = SparseEvidence(kernel, likelihood, data, None, Z,
+                               learn_likelihood=learn_lik, **options)
         final.sites = sites
         theta = final.theta if theta is None else theta
         kernel, likelihood = final.model(theta)
@@ -605,16 +644,17 @@ class _SparseGP(BaseEstimator):
             warnings.warn(f"sparse GP: EP did not converge (largest site change "
                           f"{res.info['max_change']:.2e}, tol {self.tol:g}).",
                           ConvergenceWarning, stacklevel=3)
-        state = SparseState(Z.shape[0], X.shape[1])
+        state = SparseState(Z.shape[0], Z.shape[1])
         state.X = Z.copy()
         state.alpha[:Z.shape[0]] = res.alpha
         _store_full(state.C, res.C)
         _refresh_factor(kernel, state)
-        state.n_seen, state.log_evidence = X.shape[0], res.log_evidence
+        state.n_seen, state.log_evidence = data.n, res.log_evidence
         info = dict(res.info, log_evidence=res.log_evidence, stages=opt.get("stages"),
                     n_evaluations=opt.get("n_evaluations", 0),
                     interrupted=opt["interrupted"])
-        self._set_fitted(kernel, likelihood, state, info, opt["history"][-1])
+        self._set_fitted(kernel, likelihood, state, info, opt["history"][-1],
+                         res.factors)
         return self
 
     def _fit_online(self, X, y):
@@ -639,7 +679,8 @@ class _SparseGP(BaseEstimator):
         self._set_fitted(kernel, likelihood, state, info, history)
         return self
 
-    def _set_fitted(self, kernel, likelihood, state, info, history):
+    def _set_fitted(self, kernel, likelihood, state, info, history, factors=None):
+        self._factors = factors
         self.kernel_ = kernel
         self.likelihood_ = likelihood
         self._state = state
@@ -652,7 +693,8 @@ class _SparseGP(BaseEstimator):
         self.evidence_history_ = history
         self.inference_info_ = info
 
-    _FITTED = ("kernel_", "likelihood_", "_state", "basis_vectors_", "alpha_", "C_",
+    _FITTED = ("kernel_", "likelihood_", "_state", "_factors", "basis_vectors_",
+               "alpha_", "C_",
                "n_basis_", "log_marginal_likelihood_value_", "evidence_history_",
                "inference_info_", "classes_", "one_vs_rest_", "n_features_in_",
                "feature_names_in_")
@@ -706,7 +748,15 @@ class _SparseGP(BaseEstimator):
                                          max(self.chunk_size, 1)):
             sl = slice(start, start + Kbx.shape[1])
             mean[sl] = Kbx.T @ self.alpha_
-            var[sl] = kdiag + np.einsum("ij,ij->j", Kbx, self.C_ @ Kbx)
+            if self._factors is None:
+                var[sl] = kdiag + np.einsum("ij,ij->j", Kbx, self.C_ @ Kbx)
+            else:   # k** - |L_K^{-1} k|^2 + |L_S^{-1} L_K^{-1} k|^2: no cancellation in C_
+                W = solve_triangular(self._factors[0], Kbx, lower=True,
+                                     check_finite=False)
+                V = solve_triangular(self._factors[1], W, lower=True,
+                                     check_finite=False)
+                var[sl] = (kdiag - np.einsum("ij,ij->j", W, W)
+                           + np.einsum("ij,ij->j", V, V))
         return mean, np.maximum(var, 0.0)
 
 
@@ -865,13 +915,19 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : array-like or Dask array of shape (n_samples, n_features)
+            With Dask arrays (two classes, ``method="ep"``) the blocks are
+            computed and kept by the workers of the current ``distributed``
+            client, which do the per-chunk work; only M x M statistics, the
+            classes and the inducing inputs come to this process.
+        y : array-like or Dask array of shape (n_samples,)
 
         Returns
         -------
         self
         """
+        if _is_dask(X) or _is_dask(y):
+            return self._fit_dask_classes(X, y)
         with self._atomic():
             X, y = validate_data(self, X, y, y_numeric=False)
             check_classification_targets(y)
@@ -887,6 +943,19 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
             self.classes_ = classes
         else:
             self._set_multiclass(ovr, classes)
+        return self
+
+    def _fit_dask_classes(self, X, y):
+        """Binary fit on Dask arrays (the classes are the only values of y brought
+        to the client)."""
+        classes = np.unique(np.asarray(y.map_blocks(np.unique).compute()))
+        if classes.size != 2:
+            raise ValueError(f"Dask arrays are fitted for two classes; y has "
+                             f"{classes.size} ({classes}).")
+        with self._atomic():
+            self._fit_dask(X, y, lambda b: 2.0 * np.searchsorted(classes, b) - 1.0)
+        self.one_vs_rest_ = None
+        self.classes_ = classes
         return self
 
     def partial_fit(self, X, y, classes=None):
@@ -1023,13 +1092,17 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : array-like or Dask array of shape (n_samples, n_features)
+            Dask arrays stay on the workers (see :meth:`SparseGPClassifier.fit`).
+        y : array-like or Dask array of shape (n_samples,)
 
         Returns
         -------
         self
         """
+        if _is_dask(X) or _is_dask(y):
+            with self._atomic():
+                return self._fit_dask(X, y, _as_float)
         with self._atomic():
             X, y = validate_data(self, X, y, y_numeric=True)
             self._fit(X, np.asarray(y, dtype=np.float64))

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangular
 
+from ._chunked import ChunkedData
 from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
                       cross_covariance)
 
@@ -86,6 +87,9 @@ class SparseEPResult:
     C : ndarray of shape (M, M)
         The posterior in explicit form: latent mean ``k(x)' alpha``, variance
         ``k(x, x) + k(x)' C k(x)`` with ``k(x) = K(Z, x)``.
+    factors : tuple of two ndarrays of shape (M, M)
+        ``(L_K, L_S)``: the same variance without C's cancellation,
+        ``k(x, x) - |L_K^{-1} k(x)|^2 + |L_S^{-1} L_K^{-1} k(x)|^2``.
     info : dict
         ``iterations`` (EP passes that updated sites), ``passes`` (over the data,
         all kinds), ``converged``, ``max_change``, ``n_skipped`` (site updates
@@ -99,11 +103,8 @@ class SparseEPResult:
     sites: tuple
     alpha: np.ndarray
     C: np.ndarray
+    factors: tuple = None
     info: dict = field(default_factory=dict)
-
-
-def _chunks(n, chunk_size):
-    return [slice(i, min(i + chunk_size, n)) for i in range(0, n, chunk_size)]
 
 
 class _Prior:
@@ -143,25 +144,6 @@ class _Prior:
         A = solve_triangular(self.LK, D, trans="T", lower=True, check_finite=False)
         return solve_triangular(self.LK, A.T, trans="T", lower=True,
                                 check_finite=False).T
-
-
-class _Features:
-    """The chunks' ``(Phi, g)`` at one set of hyperparameters: kept when they fit
-    in ``cache_bytes`` (so later passes skip the kernel and a triangular solve),
-    computed afresh at each pass otherwise."""
-
-    def __init__(self, prior, X, blocks, cache_bytes):
-        self.prior, self.X, self.blocks = prior, X, blocks
-        self.keep = 8.0 * X.shape[0] * prior.Z.shape[0] <= cache_bytes
-        self.kept = {}
-
-    def __getitem__(self, k):
-        if k in self.kept:
-            return self.kept[k]
-        out = self.prior.features(self.X[self.blocks[k]])
-        if self.keep:
-            self.kept[k] = out
-        return out
 
 
 class _Posterior:
@@ -290,26 +272,92 @@ def _gradient_pieces(prior, post, Xc, Phi, local, E, beta):
             "H": _matmul(Phi * s, Phi.T)}
 
 
-def _run_pass(prior, post, likelihood, X, y, E, beta, feats, damping, update,
-              gradient):
-    """One pass over the chunks at the sites that ``post`` was built from (``E``
-    and ``beta`` updated in place when ``update``); each chunk's stats, with its
-    gradient pieces when ``gradient``."""
-    parts = []
-    for k, sl in enumerate(feats.blocks):
-        Phi, g = feats[k]
-        E_old, beta_old = E[sl].copy(), beta[sl].copy()
-        E[sl], beta[sl], st, local = _chunk_pass(post, likelihood, Phi, g, y[sl],
-                                                 E_old, beta_old, damping, update)
-        if gradient:
-            st.update(_gradient_pieces(prior, post, X[sl], Phi, local, E_old,
-                                       beta_old))
-        parts.append(st)
-    return parts
-
-
 def _sum_stats(parts, keys):
     return {k: sum(p[k] for p in parts) for k in keys}
+
+
+# -- per-chunk tasks (run where the chunk lives: see gpc._chunked) --------------------
+
+def _features_task(prior, Xc):
+    return prior.features(Xc)
+
+
+def _accumulate_task(prior, Xc, feat, site):
+    """A chunk's ``(Phi E Phi', Phi beta)`` (lower triangle)."""
+    Phi = (feat if feat is not None else prior.features(Xc))[0]
+    Sigma = np.zeros((Phi.shape[0],) * 2, order="F")
+    eta = np.zeros(Phi.shape[0])
+    _accumulate(Phi, site[0], site[1], Sigma, eta)
+    return {"Sigma": Sigma, "eta": eta}
+
+
+def _pass_task(prior, post, likelihood, damping, update, gradient, Xc, yc, feat, site):
+    """One chunk of a pass at the sites ``post`` was built from: ``(new sites,
+    stats)``, with the gradient pieces when ``gradient``."""
+    Phi, g = feat if feat is not None else prior.features(Xc)
+    E, beta = site
+    E_new, beta_new, st, local = _chunk_pass(post, likelihood, Phi, g, yc, E, beta,
+                                             damping, update)
+    if gradient:
+        st.update(_gradient_pieces(prior, post, Xc, Phi, local, E, beta))
+    return (E_new, beta_new), st
+
+
+def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
+        compute_gradient, verbose):
+    """EP on chunked data (:class:`gpc._chunked.ChunkedData`); ``sites`` per chunk
+    or None.  Returns ``(post, parts, sites, info)``: the posterior the evidence
+    and gradient were taken at, the chunks' stats of that pass, the new sites."""
+    ex, M = data.executor, prior.Z.shape[0]
+    prior_s = ex.share(prior)
+    keep = 8.0 * data.n * M <= cache_bytes
+    feats = (data.map(_features_task, data.X, shared=(prior_s,)) if keep
+             else [None] * len(data.sizes))
+    Sigma, eta, passes = np.zeros((M, M)), np.zeros(M), 0
+    if sites is None:
+        sites = data.zero_sites()
+    else:
+        tot = _sum_stats(ex.gather(data.map(_accumulate_task, data.X, feats, sites,
+                                            shared=(prior_s,))), ("Sigma", "eta"))
+        Sigma, eta, passes = tot["Sigma"], tot["eta"], 1
+    info = {"iterations": 0, "converged": False, "max_change": np.inf, "n_skipped": 0}
+    last, max_damping, final = np.inf, float(damping), None
+
+    def run_pass(post, update, gradient):
+        outs = data.map(_pass_task, data.X, data.y, feats, sites,
+                        shared=(prior_s, ex.share(post), likelihood, damping, update,
+                                gradient))
+        return [ex.item(o, 0) for o in outs], ex.gather(ex.item(o, 1) for o in outs)
+
+    for it in range(max_iter):
+        post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
+        # A pass that will likely be the last (the previous change was within a
+        # factor 5 of tol; passes shrink it about tenfold) also takes the evidence
+        # and gradient at the sites post was built from, sparing a final pass.
+        fused = compute_gradient and last < 5.0 * tol
+        sites, parts = run_pass(post, True, fused)
+        passes += 1
+        tot = _sum_stats(parts, ("Sigma", "eta", "skipped"))
+        change = max(p["change"] for p in parts)
+        Sigma, eta = tot["Sigma"], tot["eta"]
+        info.update(iterations=it + 1, max_change=change, n_skipped=tot["skipped"])
+        if verbose > 1:
+            print(f"  [gpc sparse EP] pass {it + 1}: largest site change {change:.2e}, "
+                  f"damping {damping:g}, {tot['skipped']} updates skipped", flush=True)
+        if change < tol:
+            info["converged"] = True
+            final = (post, parts) if fused else None
+            break
+        # A growing change halves the step; steady progress lengthens it again.
+        damping = (max(0.5 * damping, 0.05) if change > last
+                   else min(1.25 * damping, max_damping))
+        last = change
+    if final is None:
+        post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
+        final = (post, run_pass(post, False, compute_gradient)[1])
+        passes += 1
+    info.update(passes=passes, damping=damping)
+    return final[0], final[1], sites, info
 
 
 def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
@@ -326,7 +374,9 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
         A likelihood of :mod:`gpc.likelihoods` whose site precisions are
         non-negative (log-concave: probit, logit, step, and the regression
         noises).
-    X : ndarray of shape (n, n_features)
+    X : ndarray of shape (n, n_features) or gpc._chunked.ChunkedData
+        Inputs; or the data in chunks (then ``y`` is None and ``sites`` per
+        chunk).
     y : ndarray of shape (n,)
         Labels in {-1, +1} (real targets for regression likelihoods).
     Z : ndarray of shape (M, n_features)
@@ -349,7 +399,7 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
         The whitened features (8 n M bytes) are kept across the passes of the
         call when they fit in this; otherwise recomputed at each pass.
     compute_gradient : bool, default=True
-        Also return the gradient (in the last pass over the data).
+        Also return the gradient.
     verbose : int, default=0
         Print one line per pass when > 1.
 
@@ -371,61 +421,31 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
     (True, (1,))
     """
     t0 = time.perf_counter()
-    kernel = as_kernel(kernel)
-    n, M = X.shape[0], Z.shape[0]
-    prior = _Prior(kernel, Z, jitter)
-    sites = (np.zeros(n), np.zeros(n)) if sites is None else sites
-    E, beta = (np.array(a, dtype=np.float64) for a in sites)
-    blocks = _chunks(n, chunk_size)
-    feats = _Features(prior, X, blocks, cache_bytes)
-    Sigma, eta, passes = np.zeros((M, M), order="F"), np.zeros(M), 0
-    if np.any(E) or np.any(beta):
-        for k, sl in enumerate(blocks):
-            _accumulate(feats[k][0], E[sl], beta[sl], Sigma, eta)
-        passes = 1
-    info = {"iterations": 0, "converged": False, "max_change": np.inf, "n_skipped": 0}
-    last, max_damping, final = np.inf, float(damping), None
-    for it in range(max_iter):
-        post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
-        # A pass that will likely be the last (the previous change was within a
-        # factor 5 of tol; passes shrink it about tenfold) also takes the evidence
-        # and gradient at the sites post was built from, sparing a final pass.
-        fused = compute_gradient and last < 5.0 * tol
-        parts = _run_pass(prior, post, likelihood, X, y, E, beta, feats, damping,
-                          True, fused)
-        passes += 1
-        tot = _sum_stats(parts, ("Sigma", "eta", "skipped"))
-        change = max(p["change"] for p in parts)
-        Sigma, eta = tot["Sigma"], tot["eta"]
-        info.update(iterations=it + 1, max_change=change, n_skipped=tot["skipped"])
-        if verbose > 1:
-            print(f"  [gpc sparse EP] pass {it + 1}: largest site change {change:.2e}, "
-                  f"damping {damping:g}, {tot['skipped']} updates skipped", flush=True)
-        if change < tol:
-            info["converged"] = True
-            final = (post, parts) if fused else None
-            break
-        # A growing change halves the step; steady progress lengthens it again.
-        damping = (max(0.5 * damping, 0.05) if change > last
-                   else min(1.25 * damping, max_damping))
-        last = change
-    if final is None:
-        post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
-        final = (post, _run_pass(prior, post, likelihood, X, y, E, beta, feats, damping,
-                                 False, compute_gradient))
-        passes += 1
-    post, parts = final
+    chunked = isinstance(X, ChunkedData)
+    data = X if chunked else ChunkedData.from_arrays(X, y, chunk_size)
+    if sites is not None and not chunked:
+        cuts = np.cumsum(data.sizes)[:-1]
+        sites = list(zip(np.split(np.asarray(sites[0], dtype=np.float64), cuts),
+                         np.split(np.asarray(sites[1], dtype=np.float64), cuts)))
+    prior = _Prior(as_kernel(kernel), Z, jitter)
+    post, parts, sites, info = _ep(prior, likelihood, data, sites, tol=tol,
+                                   max_iter=max_iter, damping=damping,
+                                   cache_bytes=cache_bytes,
+                                   compute_gradient=compute_gradient, verbose=verbose)
     log_ev = post.log_zq() + sum(p["evidence"] for p in parts)
     grad = dlik = None
     if compute_gradient:
         grad = _assemble_gradient(prior, post, parts)
         dlik = np.array([sum(p["dlik"] for p in parts)])[: len(likelihood.params)]
+    if not chunked:
+        sites = tuple(np.concatenate(a) for a in zip(*sites))
     alpha = solve_triangular(prior.LK, post.a, trans="T", lower=True,
                              check_finite=False)
-    info.update(passes=passes, damping=damping, seconds=time.perf_counter() - t0)
+    info["seconds"] = time.perf_counter() - t0
     return SparseEPResult(log_evidence=float(log_ev), grad=grad, dlik=dlik,
-                          sites=(E, beta), alpha=alpha,
-                          C=prior.unwhiten(post.inverse_minus_identity()), info=info)
+                          sites=sites, alpha=alpha,
+                          C=prior.unwhiten(post.inverse_minus_identity()),
+                          factors=(prior.LK, post.LS), info=info)
 
 
 def _assemble_gradient(prior, post, parts):
@@ -456,19 +476,25 @@ class SparseEvidence:
     ----------
     kernel, likelihood : the model at its initial parameters
     X, y, Z : data and inducing inputs
+        ``X`` may be a :class:`gpc._chunked.ChunkedData` (then ``y`` is None):
+        data held in chunks, here or by Dask workers.
     learn_likelihood : bool
         Whether the likelihood's free parameters are part of theta.
     verbose : int
         One line per evaluation when > 0 (log evidence, gradient norm, time).
     **options
-        Passed to :func:`sparse_ep` (jitter, tol, max_iter, damping, chunk_size).
+        Passed to :func:`sparse_ep` (jitter, tol, max_iter, damping,
+        cache_bytes; chunk_size for arrays).
     """
 
     def __init__(self, kernel, likelihood, X, y, Z, *, learn_likelihood=False,
                  verbose=0, **options):
         self.kernel = kernel.clone_with_theta(kernel.theta)
         self.likelihood = likelihood
-        self.X, self.y, self.Z = X, y, Z
+        self.data = (X if isinstance(X, ChunkedData) else
+                     ChunkedData.from_arrays(X, y, options.pop("chunk_size", 2048)))
+        options.pop("chunk_size", None)
+        self.Z = Z
         self.learn_likelihood = bool(learn_likelihood)
         self.options = options
         self.verbose = verbose
@@ -509,14 +535,14 @@ class SparseEvidence:
     def run(self, theta, compute_gradient=True):
         """:func:`sparse_ep` at theta from the kept sites."""
         kernel, likelihood = self.model(theta)
-        return sparse_ep(kernel, likelihood, self.X, self.y, self.Z, sites=self.sites,
+        return sparse_ep(kernel, likelihood, self.data, None, self.Z, sites=self.sites,
                          compute_gradient=compute_gradient, **self.options)
 
     def __call__(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
         res = self.run(theta)
         _, likelihood = self.model(theta)
-        n = self.X.shape[0]
+        n = self.data.n
         params = np.asarray(likelihood.params, dtype=np.float64)
         grad = np.concatenate([res.grad, (res.dlik * params)[self._lik_free]]) / n
         value = res.log_evidence / n
@@ -548,44 +574,41 @@ def stage_sizes(n, n_inducing, smallest=5000, factor=10):
     return sizes[::-1]
 
 
-def maximize_sparse_evidence(kernel, likelihood, X, y, Z, *, learn_likelihood,
-                             random_state=None, smallest_stage=5000, verbose=0,
-                             **options):
+def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
+                             smallest_stage=5000, verbose=0, **options):
     """Staged L-BFGS-B maximisation of the sparse EP evidence.
 
-    The stages (:func:`stage_sizes`) run on nested random subsets, each starting
-    from the previous stage's optimum and, for the examples they share, from its
-    sites; the last stage is the whole data.
+    The stages (:func:`stage_sizes`) run on nested random subsets of ``data`` (a
+    :class:`gpc._chunked.ChunkedData`), each starting from the previous stage's
+    optimum and, for the examples they share, from its sites; the last stage is
+    the whole data (``smallest_stage``: see :func:`stage_sizes`).
 
     Returns
     -------
     theta : ndarray
         The best parameters found (``SparseEvidence.theta`` layout).
-    sites : tuple or None
-        Their sites on the whole data, None when the last stage never completed
-        an evaluation.
+    sites : list or None
+        Their sites on the whole data, per chunk; None when the last stage never
+        completed an evaluation.
     info : dict
         ``interrupted`` (a KeyboardInterrupt stopped the optimisation; it is not
         re-raised, the best parameters so far are returned), ``stages`` (sizes),
         ``n_evaluations`` and ``history`` (log evidence of every evaluation, per
         stage).
     """
-    from sklearn.utils import check_random_state
-
     from .optimize import maximize_evidence
 
-    n = X.shape[0]
-    order = check_random_state(random_state).permutation(n)
-    theta, sites, rows_prev = None, None, None
-    info = {"interrupted": False,
-            "stages": stage_sizes(n, Z.shape[0], smallest=smallest_stage),
-            "n_evaluations": 0, "history": []}
+    n = data.n
+    theta, sites, done = None, None, None
+    info = {"interrupted": False, "n_evaluations": 0, "history": [],
+            "stages": stage_sizes(n, Z.shape[0], smallest=smallest_stage)}
     for size in info["stages"]:
-        rows = np.sort(order[:size]) if size < n else np.arange(n)
-        objective = SparseEvidence(kernel, likelihood, X[rows], y[rows], Z,
+        stage = data.subset(size / n)
+        objective = SparseEvidence(kernel, likelihood, stage, None, Z,
                                    learn_likelihood=learn_likelihood, verbose=verbose,
                                    **options)
-        objective.sites = _carry_sites(sites, rows_prev, rows, n)
+        if sites is not None:
+            objective.sites = stage.carry(sites, done)
         start = objective.theta if theta is None else theta
         try:
             maximize_evidence(objective, start, objective.bounds)
@@ -595,24 +618,11 @@ def maximize_sparse_evidence(kernel, likelihood, X, y, Z, *, learn_likelihood,
         info["history"].append(objective.history)
         if objective.best is not None:
             _, theta, sites, _ = objective.best
-            rows_prev = rows
+            done = stage.fraction
         if info["interrupted"]:
             break
     if theta is None:
         if info["interrupted"]:
             raise KeyboardInterrupt
         raise FloatingPointError("sparse EP: every evaluation of the evidence failed.")
-    whole = rows_prev is not None and rows_prev.size == n
-    return theta, (sites if whole else None), info
-
-
-def _carry_sites(sites, rows_prev, rows, n):
-    """Sites of a stage on ``rows`` from those of the previous stage on
-    ``rows_prev`` (zeros for the examples new to it)."""
-    if sites is None:
-        return None
-    pos = np.full(n, -1, dtype=np.intp)
-    pos[rows] = np.arange(rows.size)
-    E, beta = np.zeros(rows.size), np.zeros(rows.size)
-    E[pos[rows_prev]], beta[pos[rows_prev]] = sites
-    return E, beta
+    return theta, (sites if done == 1.0 else None), info

@@ -8,6 +8,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Ma
 from sklearn.gaussian_process.kernels import WhiteKernel
 
 import gpc
+from gpc._chunked import ChunkedData
 from gpc.kernels import SquaredExponential, contract, contract_cross, contract_diag
 from gpc.likelihoods import get_likelihood
 from gpc.sparse_ep import sparse_ep
@@ -159,10 +160,12 @@ def test_stages_end_on_the_whole_data():
     # Two stages on nested subsets: each starts from the previous optimum and
     # sites, so the last takes few evaluations and ends at the whole data's optimum.
     kernel, lik = ConstantKernel(1.0) * RBF(1.0), get_likelihood("probit")
+    data = ChunkedData.from_arrays(X, 2.0 * y - 1.0, 2048, random_state=0)
     theta, sites, info = gpc.sparse_ep.maximize_sparse_evidence(
-        kernel, lik, X, 2.0 * y - 1.0, clf.basis_vectors_, learn_likelihood=False,
-        random_state=0, smallest_stage=120)
-    assert info["stages"] == [1200, 12000] and sites[0].shape == (12000,)
+        kernel, lik, data, clf.basis_vectors_, learn_likelihood=False,
+        smallest_stage=120)
+    assert info["stages"] == [1200, 12000]
+    assert sum(s[0].size for s in sites) == 12000
     assert len(info["history"][-1]) < len(info["history"][0])
     direct = gpc.sparse_ep.SparseEvidence(kernel, lik, X, 2.0 * y - 1.0,
                                           clf.basis_vectors_)

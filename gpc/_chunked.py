@@ -1,0 +1,161 @@
+"""Data in row chunks, held in this process or by Dask workers.
+
+The sparse model's work is a sum over chunks of M-vectors and M x M matrices, so
+this is the one place where it is spread: a task runs on a chunk where the chunk
+lives (in this process, or on the Dask worker that holds it) and only the small
+results come back.  The two executors have one interface, so the algorithms are
+written once:
+
+* :class:`Immediate` runs each task at once, here;
+* :class:`DaskExecutor` submits it to a ``distributed`` client; chunks, per-chunk
+  sites and whitened features stay on the workers as futures.
+
+Random nested subsets (the stages of evidence maximisation) draw one uniform key
+per row, kept beside the chunk: the subset of fraction f is the rows with key < f,
+so a larger fraction's rows contain a smaller one's, in the same order.
+"""
+
+import operator
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+
+class Immediate:
+    """Runs each task at once in this process; a "future" is the value itself."""
+
+    def submit(self, fn, *args):
+        return fn(*args)
+
+    def item(self, value, i):
+        return value[i]
+
+    def gather(self, values):
+        return list(values)
+
+    def share(self, value):
+        return value
+
+
+class DaskExecutor:
+    """Runs each task on a Dask ``distributed`` client's workers."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def submit(self, fn, *args):
+        return self.client.submit(fn, *args, pure=False)
+
+    def item(self, future, i):
+        return self.client.submit(operator.getitem, future, i, pure=False)
+
+    def gather(self, futures):
+        return self.client.gather(list(futures))
+
+    def share(self, value):
+        """Send a value to every worker once (not with every task)."""
+        return self.client.scatter(value, broadcast=True, hash=False)
+
+
+def _rows(part, keys, fraction):
+    return part[keys < fraction]
+
+
+def _carry(keys, fraction, sites):
+    """A subset's sites from those of a smaller nested subset (``keys < fraction``
+    of this subset's rows); zeros for the rows new to it."""
+    E, beta = np.zeros(keys.size), np.zeros(keys.size)
+    old = keys < fraction
+    E[old], beta[old] = sites
+    return E, beta
+
+
+def _zero_sites(size):
+    return np.zeros(size), np.zeros(size)
+
+
+class ChunkedData:
+    """Rows ``(X, y)`` in chunks, with each row's uniform subset key.
+
+    Attributes
+    ----------
+    executor : Immediate or DaskExecutor
+    X, y, keys : lists of per-chunk arrays (or futures of them)
+    sizes : list of int
+        Rows per chunk.
+    n : int
+        Rows in all.
+    fraction : float
+        The fraction of the full data these rows are (1 for the full data).
+    """
+
+    def __init__(self, executor, X, y, keys, sizes, fraction=1.0):
+        self.executor, self.X, self.y, self.keys = executor, X, y, keys
+        self.sizes = [int(s) for s in sizes]
+        self.n = sum(self.sizes)
+        self.fraction = float(fraction)
+
+    @classmethod
+    def from_arrays(cls, X, y, chunk_size, random_state=None):
+        """Chunks of in-memory arrays (views, no copy)."""
+        n = X.shape[0]
+        cuts = [slice(i, min(i + chunk_size, n)) for i in range(0, n, chunk_size)]
+        sizes = [c.stop - c.start for c in cuts]
+        return cls(Immediate(), [X[c] for c in cuts], [y[c] for c in cuts],
+                   [_keys(s, m) for s, m in zip(_seeds(random_state, len(cuts)), sizes)],
+                   sizes)
+
+    @classmethod
+    def from_dask(cls, client, X, y, random_state=None):
+        """The blocks of Dask arrays ``X`` (chunked by rows only) and ``y``, computed
+        and kept on the workers; the keys are drawn there too."""
+        if len(X.chunks[1]) != 1:
+            X = X.rechunk({1: -1})
+        y = y.rechunk((X.chunks[0],))
+        ex = DaskExecutor(client)
+        Xf = client.compute(list(X.to_delayed().ravel()))
+        yf = client.compute(list(y.to_delayed().ravel()))
+        keys = [ex.submit(_keys, s, int(size))
+                for s, size in zip(_seeds(random_state, len(Xf)), X.chunks[0])]
+        return cls(ex, Xf, yf, keys, X.chunks[0])
+
+    def subset(self, fraction):
+        """The nested random subset of ``fraction`` of the full data's rows."""
+        if fraction >= 1.0:
+            return self
+        ex = self.executor
+        sizes = ex.gather(ex.submit(_count, k, fraction) for k in self.keys)
+        return ChunkedData(ex, [ex.submit(_rows, p, k, fraction)
+                                for p, k in zip(self.X, self.keys)],
+                           [ex.submit(_rows, p, k, fraction)
+                            for p, k in zip(self.y, self.keys)],
+                           [ex.submit(_rows, k, k, fraction) for k in self.keys],
+                           sizes, fraction)
+
+    def zero_sites(self):
+        return [self.executor.submit(_zero_sites, s) for s in self.sizes]
+
+    def carry(self, sites, fraction):
+        """These rows' sites from those of the nested subset of ``fraction``."""
+        return [self.executor.submit(_carry, k, fraction, s)
+                for k, s in zip(self.keys, sites)]
+
+    def map(self, fn, *per_chunk, shared=()):
+        """``fn(*shared, *chunk_args)`` on every chunk, where the chunk lives;
+        ``per_chunk`` are lists with one entry per chunk."""
+        ex = self.executor
+        return [ex.submit(fn, *shared, *args) for args in zip(*per_chunk)]
+
+
+def _seeds(random_state, n_chunks):
+    """One seed per chunk: the same keys for the same chunks, here or on workers."""
+    return [int(s) for s in
+            check_random_state(random_state).randint(2 ** 31 - 1, size=n_chunks)]
+
+
+def _keys(seed, size):
+    return np.random.RandomState(seed).random_sample(size)
+
+
+def _count(keys, fraction):
+    return int(np.count_nonzero(keys < fraction))

@@ -1,0 +1,95 @@
+"""Sparse EP on Dask arrays: the per-chunk work on the workers of a LocalCluster
+(worker processes), the same fit as in this process, and no data brought back."""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import gpc
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
+
+ROWS, CHUNKS, D = 2048, 3, 3
+
+
+def _block(seed):
+    """One chunk of data, generated wherever it is called."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(ROWS, D)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.randn(ROWS) > 0).astype(np.int64)
+    return X, y
+
+
+def _dask_data():
+    blocks = [dask.delayed(_block)(seed) for seed in range(CHUNKS)]
+    X = da.concatenate([da.from_delayed(b[0], (ROWS, D), dtype=float) for b in blocks])
+    y = da.concatenate([da.from_delayed(b[1], (ROWS,), dtype=np.int64)
+                        for b in blocks])
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+def _model(**kw):
+    return gpc.SparseGPClassifier(C(1.0) * RBF(np.ones(D)), max_basis=20,
+                                  random_state=0, **kw)
+
+
+def test_dask_fit_equals_the_in_process_fit_and_gathers_no_data(client, monkeypatch):
+    X, y = _dask_data()
+    gathered = []
+    original = distributed.Client.gather
+
+    def watched(self, futures, *args, **kwargs):
+        out = original(self, futures, *args, **kwargs)
+        gathered.extend(a for a in _arrays(out))
+        return out
+
+    monkeypatch.setattr(distributed.Client, "gather", watched)
+    on_workers = _model().fit(X, y)
+    monkeypatch.undo()
+    # Nothing with a row per example came back: only M x M statistics, M-vectors,
+    # the inducing inputs and scalars (the largest is a 20 x 20 matrix here).
+    assert gathered and max(a.size for a in gathered) <= 20 * 20
+    parts = [_block(seed) for seed in range(CHUNKS)]
+    local = _model().fit(np.concatenate([p[0] for p in parts]),
+                         np.concatenate([p[1] for p in parts]))
+    np.testing.assert_allclose(on_workers.kernel_.theta, local.kernel_.theta,
+                               rtol=0, atol=1e-8)
+    assert on_workers.log_marginal_likelihood_value_ == pytest.approx(
+        local.log_marginal_likelihood_value_, rel=0, abs=1e-8)
+    np.testing.assert_allclose(on_workers.basis_vectors_, local.basis_vectors_)
+    np.testing.assert_allclose(on_workers.alpha_, local.alpha_, rtol=0, atol=1e-8)
+    Xs = np.random.RandomState(5).randn(50, D)
+    np.testing.assert_allclose(on_workers.predict_proba(Xs), local.predict_proba(Xs),
+                               atol=1e-8)
+    np.testing.assert_array_equal(on_workers.classes_, [0, 1])
+
+
+def test_dask_input_refuses_what_it_cannot_do(client):
+    X, y = _dask_data()
+    with pytest.raises(ValueError, match="method='ep'"):
+        _model(method="online").fit(X, y)
+    with pytest.raises(ValueError, match="two classes"):
+        _model().fit(X, y % 1 + da.arange(y.shape[0], chunks=ROWS) % 3)
+
+
+def _arrays(obj):
+    """The numpy arrays inside a (nested) result."""
+    if isinstance(obj, np.ndarray):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _arrays(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _arrays(v)
