@@ -625,9 +625,9 @@ class _SparseGP(BaseEstimator):
         learn = self.optimizer is not None
         learn_lik = learn and _learnable_likelihood(likelihood)
         options = dict(jitter=self.jitter, tol=self.tol, damping=self.damping)
-        theta, sites, opt = None, None, {"interrupted": False, "history": [[]]}
+        theta, res, opt = None, None, {"interrupted": False, "history": [[]]}
         if learn and (kernel.n_dims > 0 or learn_lik):
-            theta, sites, opt = maximize_sparse_evidence(
+            theta, res, opt = maximize_sparse_evidence(
                 kernel, likelihood, data, Z, learn_likelihood=learn_lik,
                 verbose=self.verbose, **options)
             if opt["interrupted"]:
@@ -636,10 +636,10 @@ class _SparseGP(BaseEstimator):
                               RuntimeWarning, stacklevel=3)
         final = SparseEvidence(kernel, likelihood, data, None, Z,
                                learn_likelihood=learn_lik, **options)
-        final.sites = sites
         theta = final.theta if theta is None else theta
         kernel, likelihood = final.model(theta)
-        res = final.run(theta, compute_gradient=False)
+        if res is None:         # nothing learnt, or interrupted before the whole data
+            res = final.run(theta, compute_gradient=False)
         if not res.info["converged"]:
             warnings.warn(f"sparse GP: EP did not converge (largest site change "
                           f"{res.info['max_change']:.2e}, tol {self.tol:g}).",
