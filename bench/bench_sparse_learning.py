@@ -68,21 +68,32 @@ def run_gpc(n, M, method="ep", seed=0):
     return out
 
 
-def run_peers(n, M, max_seconds, seed=0):
-    """Each installed peer's SVGP on the same data and inducing start."""
+def _peer_child(conn, name, n, M, max_seconds, seed):
     X, y = make_problem(n, seed)
     X_test, y_test = make_problem(10 ** 4, seed + 1)
     Z, _ = kmeans_plusplus(X[:20000], M, random_state=0)
+    fit = {"gpflow": _peers.fit_gpflow_svgp, "gpytorch": _peers.fit_gpytorch_svgp}[name]
+    out = fit(X, y, X_test, y_test, Z, max_seconds=max_seconds)
+    out["within"] = _peers.seconds_to_within(out["trajectory"], out["final_log_loss"])
+    conn.send(out)
+
+
+def run_peers(n, M, max_seconds, seed=0):
+    """Each installed peer's SVGP on the same data and inducing start, each in a
+    process of its own (TensorFlow fixes its thread counts at its first
+    operation; the two frameworks' thread pools should not meet)."""
     rows = {}
-    for name, fit in (("gpflow", _peers.fit_gpflow_svgp),
-                      ("gpytorch", _peers.fit_gpytorch_svgp)):
-        if _peers.available().get(name) is None:
+    for name, version in _peers.available().items():
+        if version is None:
             continue
         settle()
-        out = fit(X, y, X_test, y_test, Z, max_seconds=max_seconds)
-        out["within"] = _peers.seconds_to_within(out["trajectory"],
-                                                 out["final_log_loss"])
-        rows[name] = out
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_peer_child,
+                           args=(child, name, n, M, max_seconds, seed))
+        proc.start()
+        rows[name] = parent.recv()
+        proc.join()
     return rows
 
 

@@ -288,6 +288,79 @@ def data_fingerprint(X, y):
     return h.hexdigest()
 
 
+class ModelParameters:
+    """A kernel's log-hyperparameters followed by the logs of its likelihood's free
+    parameters: the vector that evidence maximisation moves.
+
+    Parameters
+    ----------
+    kernel : kernel
+    likelihood : Likelihood
+    learn_likelihood : bool
+        Whether the likelihood's non-fixed parameters are part of theta.
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from gpc.likelihoods import get_likelihood
+    >>> from gpc.optimize import ModelParameters
+    >>> p = ModelParameters(RBF(2.0), get_likelihood("noisy_threshold"), True)
+    >>> p.theta.round(3)
+    array([ 0.693, -2.303])
+    >>> round(p.model([0.0, -1.0])[1].eps, 4)
+    0.3679
+    """
+
+    def __init__(self, kernel, likelihood, learn_likelihood):
+        self.kernel = kernel.clone_with_theta(kernel.theta)
+        self.likelihood = likelihood
+        bounds = np.asarray(likelihood.param_bounds, dtype=np.float64).reshape(-1, 2)
+        self.free = (bounds[:, 0] < bounds[:, 1]) if learn_likelihood else \
+            np.zeros(len(bounds), dtype=bool)
+        self._lik_bounds = bounds[self.free]
+        if (self._lik_bounds[:, 0] <= 0).any():
+            raise ValueError("likelihood parameters are learnt in log space: their lower "
+                             f"bounds must be > 0, got {self._lik_bounds[:, 0]}.")
+
+    @property
+    def theta(self):
+        """The kernel's theta, then the logs of the free likelihood parameters."""
+        return self.theta_of(self.kernel, self.likelihood)
+
+    def theta_of(self, kernel, likelihood):
+        """theta of another kernel and likelihood of the same structure."""
+        lik = np.log(np.asarray(likelihood.params, dtype=np.float64)[self.free])
+        return np.concatenate([kernel.theta, lik])
+
+    @property
+    def bounds(self):
+        """Log-space bounds aligned with :attr:`theta`."""
+        return np.vstack([self.kernel.bounds.reshape(-1, 2),
+                          np.log(self._lik_bounds).reshape(-1, 2)])
+
+    def model(self, theta):
+        """``(kernel, likelihood)`` at theta (new objects)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        nk = self.kernel.theta.shape[0]
+        if theta.shape[0] != nk + int(self.free.sum()):
+            raise ValueError(f"theta has {theta.shape[0]} entries; expected "
+                             f"{nk + int(self.free.sum())}.")
+        likelihood = self.likelihood
+        if self.free.any():
+            params = np.asarray(likelihood.params, dtype=np.float64).copy()
+            params[self.free] = np.exp(theta[nk:])
+            likelihood = likelihood.with_params(params)
+        return self.kernel.clone_with_theta(theta[:nk]), likelihood
+
+    def gradient(self, kernel_grad, dlik, likelihood):
+        """theta's gradient from the kernel's and ``dlik`` (d/d parameter) at
+        ``likelihood``: d/d log p = p d/dp."""
+        params = np.asarray(likelihood.params, dtype=np.float64)
+        if not self.free.any():
+            return np.asarray(kernel_grad, dtype=np.float64)
+        return np.concatenate([kernel_grad, (params * dlik)[self.free]])
+
+
 class EvidenceObjective:
     """The log evidence of kernel hyperparameters for fixed data, warm-started.
 
@@ -349,38 +422,21 @@ class EvidenceObjective:
         self.jitter = float(jitter)
         self.n_calls = 0
         self._workspace = {}
-        bounds = np.asarray(likelihood.param_bounds, dtype=np.float64).reshape(-1, 2)
-        self._lik_free = (bounds[:, 0] < bounds[:, 1]) if learn_likelihood else \
-            np.zeros(len(bounds), dtype=bool)
-        self._lik_bounds = bounds[self._lik_free]
-        if (self._lik_bounds[:, 0] <= 0).any():
-            raise ValueError("likelihood parameters are learnt in log space: their lower "
-                             f"bounds must be > 0, got {self._lik_bounds[:, 0]}.")
+        self._params = ModelParameters(kernel, likelihood, learn_likelihood)
 
     @property
     def theta(self):
         """Current log-hyperparameters: the kernel's, then the free likelihood
         parameters' (when ``learn_likelihood``)."""
-        lik = np.log(np.asarray(self.likelihood.params, dtype=np.float64)[self._lik_free])
-        return np.concatenate([self.kernel.theta, lik])
+        return self._params.theta_of(self.kernel, self.likelihood)
 
     @property
     def bounds(self):
         """Log-space bounds aligned with :attr:`theta`."""
-        return np.vstack([self.kernel.bounds.reshape(-1, 2),
-                          np.log(self._lik_bounds).reshape(-1, 2)])
+        return self._params.bounds
 
     def _set_theta(self, theta):
-        theta = np.asarray(theta, dtype=np.float64)
-        nk = self.kernel.theta.shape[0]
-        if theta.shape[0] != nk + int(self._lik_free.sum()):
-            raise ValueError(f"theta has {theta.shape[0]} entries; expected "
-                             f"{nk + int(self._lik_free.sum())}.")
-        self.kernel.theta = theta[:nk]
-        if self._lik_free.any():
-            params = np.asarray(self.likelihood.params, dtype=np.float64).copy()
-            params[self._lik_free] = np.exp(theta[nk:])
-            self.likelihood = self.likelihood.with_params(params)
+        self.kernel, self.likelihood = self._params.model(theta)
 
     def kernel_matrix(self, theta=None):
         """K(X) at theta (or the current theta), jitter included, Fortran view."""
@@ -425,12 +481,10 @@ class EvidenceObjective:
                 f"the evidence gradient of method {self.method!r} is not finite "
                 f"(dK finite: {bool(np.isfinite(res.dK).all())}, K finite: "
                 f"{bool(np.isfinite(K).all())}).")
-        if self._lik_free.any():
+        if self._params.free.any():
             if res.dlik is None:
                 raise ValueError(f"method {self.method!r} gives no derivatives with "
                                  "respect to likelihood parameters; fix them (bounds "
                                  "'fixed') or use method='ep'.")
-            params = np.asarray(self.likelihood.params, dtype=np.float64)
-            # d/d log(p) = p d/dp
-            grad = np.concatenate([grad, (params * res.dlik)[self._lik_free]])
+            grad = self._params.gradient(grad, res.dlik, self.likelihood)
         return res.log_evidence, np.asarray(grad, dtype=np.float64)

@@ -66,6 +66,7 @@ from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangula
 from ._chunked import ChunkedData
 from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
                       cross_covariance)
+from .optimize import ModelParameters
 
 __all__ = ["SparseEPResult", "sparse_ep"]
 
@@ -490,48 +491,29 @@ class SparseEvidence:
 
     def __init__(self, kernel, likelihood, X, y, Z, *, learn_likelihood=False,
                  verbose=0, **options):
-        self.kernel = kernel.clone_with_theta(kernel.theta)
-        self.likelihood = likelihood
+        self.params = ModelParameters(kernel, likelihood, learn_likelihood)
         self.data = (X if isinstance(X, ChunkedData) else
                      ChunkedData.from_arrays(X, y, options.pop("chunk_size", 2048)))
         options.pop("chunk_size", None)
         self.Z = Z
-        self.learn_likelihood = bool(learn_likelihood)
         self.options = options
         self.verbose = verbose
         self.sites = None
         self.best = None            # (value, theta, sites, result)
         self.history = []
         self.t0 = time.perf_counter()
-        self._lik_free = (self._free_likelihood_mask() if self.learn_likelihood
-                          else np.zeros(0, dtype=bool))
-
-    def _free_likelihood_mask(self):
-        b = np.asarray(self.likelihood.param_bounds, dtype=np.float64).reshape(-1, 2)
-        return b[:, 0] < b[:, 1]
 
     @property
     def theta(self):
-        p = np.log(np.asarray(self.likelihood.params, dtype=np.float64))
-        return np.concatenate([self.kernel.theta, p[self._lik_free]])
+        return self.params.theta
 
     @property
     def bounds(self):
-        b = np.log(np.asarray(self.likelihood.param_bounds, dtype=np.float64)
-                   .reshape(-1, 2))
-        return np.vstack([self.kernel.bounds.reshape(-1, 2), b[self._lik_free]])
+        return self.params.bounds
 
     def model(self, theta):
         """``(kernel, likelihood)`` at theta."""
-        theta = np.asarray(theta, dtype=np.float64)
-        p = self.kernel.n_dims
-        kernel = self.kernel.clone_with_theta(theta[:p])
-        likelihood = self.likelihood
-        if self._lik_free.any():
-            params = np.array(likelihood.params, dtype=np.float64)
-            params[self._lik_free] = np.exp(theta[p:])
-            likelihood = likelihood.with_params(params)
-        return kernel, likelihood
+        return self.params.model(theta)
 
     def run(self, theta, compute_gradient=True):
         """:func:`sparse_ep` at theta from the kept sites."""
@@ -542,10 +524,8 @@ class SparseEvidence:
     def __call__(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
         res = self.run(theta)
-        _, likelihood = self.model(theta)
         n = self.data.n
-        params = np.asarray(likelihood.params, dtype=np.float64)
-        grad = np.concatenate([res.grad, (res.dlik * params)[self._lik_free]]) / n
+        grad = self.params.gradient(res.grad, res.dlik, self.model(theta)[1]) / n
         value = res.log_evidence / n
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
             raise FloatingPointError("sparse EP: non-finite evidence or gradient.")

@@ -400,10 +400,14 @@ def test_dK_through_SE_hyperparameters(lik, ell, sf2):
     fd_sf2 = (lz(0, h) - lz(0, -h)) / (2 * h)
     assert np.sum(res.dK * K * d2 / ell ** 2) == pytest.approx(fd_ell, rel=1e-5,
                                                                 abs=2e-7)
-    assert np.sum(res.dK * K) == pytest.approx(fd_sf2, rel=1e-5, abs=2e-7)
     if lik in ("step", "noisy_threshold"):
-        # Scale-free likelihoods: the evidence does not depend on the signal variance.
+        # Scale-free likelihoods: the evidence does not depend on the signal variance,
+        # so the exact derivative is 0, checked directly (the differences there are
+        # rounding noise alone: -2.6e-7 at ell = 10 with two OpenBLAS threads on
+        # this Haswell machine, 1e-10 with one).
         assert abs(np.sum(res.dK * K)) < 1e-7
+    else:
+        assert np.sum(res.dK * K) == pytest.approx(fd_sf2, rel=1e-5, abs=2e-7)
     np.testing.assert_array_equal(res.dK, res.dK.T)
 
 
