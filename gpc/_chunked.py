@@ -22,10 +22,17 @@ from sklearn.utils import check_random_state
 
 
 class Immediate:
-    """Runs each task at once in this process; a "future" is the value itself."""
+    """Runs each task at once in this process; a "future" is the value itself.
+
+    (Chunks side by side in threads gain nothing here: SciPy's OpenBLAS
+    serialises calls from different threads, and one call's own two threads
+    already give 1.7x on a chunk's products.)"""
 
     def submit(self, fn, *args):
         return fn(*args)
+
+    def map(self, fn, shared, per_chunk):
+        return [fn(*shared, *args) for args in zip(*per_chunk)]
 
     def item(self, value, i):
         return value[i]
@@ -45,6 +52,9 @@ class DaskExecutor:
 
     def submit(self, fn, *args):
         return self.client.submit(fn, *args, pure=False)
+
+    def map(self, fn, shared, per_chunk):
+        return [self.submit(fn, *shared, *args) for args in zip(*per_chunk)]
 
     def item(self, future, i):
         return self.client.submit(operator.getitem, future, i, pure=False)
@@ -89,21 +99,21 @@ class ChunkedData:
         The fraction of the full data these rows are (1 for the full data).
     """
 
-    def __init__(self, executor, X, y, keys, sizes, fraction=1.0):
+    def __init__(self, executor, X, y, keys, sizes, fraction=1.0, chunk_size=None):
         self.executor, self.X, self.y, self.keys = executor, X, y, keys
         self.sizes = [int(s) for s in sizes]
         self.n = sum(self.sizes)
         self.fraction = float(fraction)
+        self.chunk_size = chunk_size
 
     @classmethod
     def from_arrays(cls, X, y, chunk_size, random_state=None):
         """Chunks of in-memory arrays (views, no copy)."""
-        n = X.shape[0]
-        cuts = [slice(i, min(i + chunk_size, n)) for i in range(0, n, chunk_size)]
+        cuts = _cuts(X.shape[0], chunk_size)
         sizes = [c.stop - c.start for c in cuts]
-        return cls(Immediate(), [X[c] for c in cuts], [y[c] for c in cuts],
-                   [_keys(s, m) for s, m in zip(_seeds(random_state, len(cuts)), sizes)],
-                   sizes)
+        keys = [_keys(s, m) for s, m in zip(_seeds(random_state, len(cuts)), sizes)]
+        return cls(Immediate(), [X[c] for c in cuts], [y[c] for c in cuts], keys,
+                   sizes, chunk_size=chunk_size)
 
     @classmethod
     def from_dask(cls, client, X, y, random_state=None):
@@ -120,9 +130,22 @@ class ChunkedData:
         return cls(ex, Xf, yf, keys, X.chunks[0])
 
     def subset(self, fraction):
-        """The nested random subset of ``fraction`` of the full data's rows."""
+        """The nested random subset of ``fraction`` of the full data's rows.
+
+        Chunks held here are cut anew to ``chunk_size`` rows (a subset's chunks
+        would otherwise be small, and the work per chunk inefficient); Dask's
+        chunks stay where they are, each keeping its share of rows."""
         if fraction >= 1.0:
             return self
+        if self.chunk_size is not None:
+            keys = np.concatenate(self.keys)
+            rows = keys < fraction
+            X, y = np.concatenate(self.X)[rows], np.concatenate(self.y)[rows]
+            cuts = _cuts(X.shape[0], self.chunk_size)
+            return ChunkedData(self.executor, [X[c] for c in cuts], [y[c] for c in cuts],
+                               [keys[rows][c] for c in cuts],
+                               [c.stop - c.start for c in cuts], fraction,
+                               self.chunk_size)
         ex = self.executor
         sizes = ex.gather(ex.submit(_count, k, fraction) for k in self.keys)
         return ChunkedData(ex, [ex.submit(_rows, p, k, fraction)
@@ -136,15 +159,24 @@ class ChunkedData:
         return [self.executor.submit(_zero_sites, s) for s in self.sizes]
 
     def carry(self, sites, fraction):
-        """These rows' sites from those of the nested subset of ``fraction``."""
+        """These rows' sites from those of the nested subset of ``fraction``
+        (``sites`` per chunk of that subset, in the order of its rows)."""
+        if self.chunk_size is not None:
+            E, beta = _carry(np.concatenate(self.keys), fraction,
+                             [np.concatenate(a) for a in zip(*sites)])
+            cuts = np.cumsum(self.sizes)[:-1]
+            return list(zip(np.split(E, cuts), np.split(beta, cuts)))
         return [self.executor.submit(_carry, k, fraction, s)
                 for k, s in zip(self.keys, sites)]
 
     def map(self, fn, *per_chunk, shared=()):
         """``fn(*shared, *chunk_args)`` on every chunk, where the chunk lives;
         ``per_chunk`` are lists with one entry per chunk."""
-        ex = self.executor
-        return [ex.submit(fn, *shared, *args) for args in zip(*per_chunk)]
+        return self.executor.map(fn, tuple(shared), per_chunk)
+
+
+def _cuts(n, chunk_size):
+    return [slice(i, min(i + chunk_size, n)) for i in range(0, n, chunk_size)]
 
 
 def _seeds(random_state, n_chunks):

@@ -328,12 +328,17 @@ def _neg_half_sqdist(Z, ZY=None):
     """
     if ZY is None:
         return sym_stationary(np.ascontiguousarray(Z, dtype=np.float64), 1.0, False)
-    h = np.einsum("ij,ij->i", Z, Z)
-    h *= 0.5
-    hy = np.einsum("ij,ij->i", ZY, ZY)
-    hy *= 0.5
-    E = _matmul(Z, ZY.T)
-    E -= np.add.outer(h, hy)
+    # One GEMM on the augmented inputs [z, -|z|^2/2, -1] . [y, 1, |y|^2/2] (no
+    # n x m temporary for the subtraction).
+    A = np.empty((Z.shape[0], Z.shape[1] + 2))
+    A[:, :-2] = Z
+    A[:, -2] = -0.5 * np.einsum("ij,ij->i", Z, Z)
+    A[:, -1] = -1.0
+    B = np.empty((ZY.shape[0], ZY.shape[1] + 2))
+    B[:, :-2] = ZY
+    B[:, -2] = 1.0
+    B[:, -1] = 0.5 * np.einsum("ij,ij->i", ZY, ZY)
+    E = _matmul(A, B.T)
     np.minimum(E, 0.0, out=E)
     return E
 
