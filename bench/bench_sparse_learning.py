@@ -1,7 +1,8 @@
 """Large data that learns: hyperparameters learnt on all the data, gpc against SVGP.
 
-The 8-D problem of issue 25: X ~ N(0, I_8), y = 1[x1 + x2 x3 + 0.3 e > 0], a separate
-test set of 10^4 points, 200 inducing points, an ARD squared-exponential kernel with a
+The 8-D problem of issue 25, X ~ N(0, I_8), y = 1[x1 + x2 x3 + 0.3 e > 0], and an
+independent one (``_common.make_data``), each with a separate test set of 10^4
+points, 200 inducing points, an ARD squared-exponential kernel with a
 signal variance learnt by each library's standard procedure:
 
 * gpc ``SparseGPClassifier`` (its default: sparse EP, evidence maximised by L-BFGS-B
@@ -24,7 +25,7 @@ import resource
 import time
 
 import numpy as np
-from _common import machine_line, settle, standalone
+from _common import machine_line, make_data, settle, standalone
 from sklearn.cluster import kmeans_plusplus
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -32,19 +33,25 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 import _peers
 
 
-def make_problem(n, seed):
-    """The issue's 8-D problem (labels 0/1)."""
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, 8)
-    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.randn(n) > 0).astype(int)
-    return X, y
+def make_problem(n, problem="issue"):
+    """``(X, y, X_test, y_test)`` of one of the two 8-D problems (labels 0/1, 10^4
+    test points): ``"issue"``, y = 1[x1 + x2 x3 + 0.3 e > 0] (issue 25's), and
+    ``"smooth"``, :func:`_common.make_data` (a random smooth function of all 8
+    inputs with label noise), an independent check."""
+    if problem == "smooth":
+        X, y = make_data(n + 10 ** 4, seed=0)
+        return X[:n], y[:n], X[n:], y[n:]
+    def draw(m, seed):
+        rng = np.random.RandomState(seed)
+        X = rng.randn(m, 8)
+        return X, (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.randn(m) > 0).astype(int)
+    return (*draw(n, 0), *draw(10 ** 4, 1))
 
 
-def _gpc_child(conn, n, M, method, seed):
+def _gpc_child(conn, n, M, method, problem):
     import gpc
 
-    X, y = make_problem(n, seed)
-    X_test, y_test = make_problem(10 ** 4, seed + 1)
+    X, y, X_test, y_test = make_problem(n, problem)
     clf = gpc.SparseGPClassifier(C(1.0) * RBF(np.ones(8)), max_basis=M, method=method,
                                  random_state=0)
     t0 = time.perf_counter()
@@ -57,20 +64,8 @@ def _gpc_child(conn, n, M, method, seed):
                    stages=clf.inference_info_.get("stages"), kernel=str(clf.kernel_)))
 
 
-def run_gpc(n, M, method="ep", seed=0):
-    """gpc's fit in a child process (spawned: a clean heap for the peak memory)."""
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_gpc_child, args=(child, n, M, method, seed))
-    proc.start()
-    out = parent.recv()
-    proc.join()
-    return out
-
-
-def _peer_child(conn, name, n, M, max_seconds, seed):
-    X, y = make_problem(n, seed)
-    X_test, y_test = make_problem(10 ** 4, seed + 1)
+def _peer_child(conn, name, n, M, max_seconds, problem):
+    X, y, X_test, y_test = make_problem(n, problem)
     Z, _ = kmeans_plusplus(X[:20000], M, random_state=0)
     fit = {"gpflow": _peers.fit_gpflow_svgp, "gpytorch": _peers.fit_gpytorch_svgp}[name]
     out = fit(X, y, X_test, y_test, Z, max_seconds=max_seconds)
@@ -78,54 +73,69 @@ def _peer_child(conn, name, n, M, max_seconds, seed):
     conn.send(out)
 
 
-def run_peers(n, M, max_seconds, seed=0):
-    """Each installed peer's SVGP on the same data and inducing start, each in a
-    process of its own (TensorFlow fixes its thread counts at its first
-    operation; the two frameworks' thread pools should not meet)."""
+def _in_child(target, *args):
+    """``target(conn, *args)`` in a spawned process (a clean heap for the peak
+    memory; TensorFlow and PyTorch each in a process of their own, since
+    TensorFlow fixes its thread counts at its first operation); its answer."""
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=target, args=(child,) + args)
+    proc.start()
+    out = parent.recv()
+    proc.join()
+    return out
+
+
+def run_gpc(n, M, method="ep", problem="issue"):
+    return _in_child(_gpc_child, n, M, method, problem)
+
+
+def run_peers(n, M, max_seconds, problem="issue"):
+    """Each installed peer's SVGP on the same data and inducing start."""
     rows = {}
     for name, version in _peers.available().items():
-        if version is None:
-            continue
-        settle()
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_peer_child,
-                           args=(child, name, n, M, max_seconds, seed))
-        proc.start()
-        rows[name] = parent.recv()
-        proc.join()
+        if version is not None:
+            settle()
+            rows[name] = _in_child(_peer_child, name, n, M, max_seconds, problem)
     return rows
 
 
-def report(sizes, M, results, absent):
+PROBLEMS = {"issue": "y = 1[x1 + x2 x3 + 0.3 e > 0] (issue 25's)",
+            "smooth": "`_common.make_data`: a random smooth function of all 8 inputs "
+                      "with label noise"}
+
+
+def _row(problem, n, name, r):
+    if name.startswith("gpc"):
+        note = (f"{r['evaluations']} evidence evaluations, stages {r['stages']}; "
+                f"{r['kernel']}")
+        return (f"| {problem} | {n:.0e} | {name} | {r['error']:.3f} | "
+                f"{r['log_loss']:.3f} | {r['seconds']:.1f} | | {r['peak_gb']:.2f} | "
+                f"{note} |")
+    within = "never" if r["within"] is None else f"{r['within']:.1f}"
+    return (f"| {problem} | {n:.0e} | {name} {r['version']} | {r['final_error']:.3f} "
+            f"| {r['final_log_loss']:.3f} | {r['train_seconds']:.1f} | {within} | | "
+            f"{r['epochs']:.1f} epochs |")
+
+
+def report(M, results, absent):
     lines = [
         "## Large data: hyperparameters learnt on all the data (issue 25)",
         "",
-        f"8-D problem (y = 1[x1 + x2 x3 + 0.3 e > 0]), {M} inducing points, ARD "
-        "squared exponential with a signal variance learnt, 10^4 test points. gpc: "
-        "`SparseGPClassifier` (default `method=\"ep\"`; `\"online\"` = the sparse "
-        "online GP with EM). Peers: SVGP with Adam (lr 0.01, minibatch 1024), "
-        "inducing inputs learnt; *within 0.005* = training seconds until the test "
+        f"8-D problems ({'; '.join(f'*{k}*: {v}' for k, v in PROBLEMS.items())}), "
+        f"{M} inducing points, ARD squared exponential with a signal variance "
+        "learnt, 10^4 test points. gpc: `SparseGPClassifier` (default "
+        "`method=\"ep\"`; `\"online\"` = the sparse online GP with EM). Peers: "
+        "SVGP with Adam (lr 0.01, minibatch 1024), inducing inputs learnt, the "
+        "same k-means++ start; *within 0.005* = training seconds until the test "
         "log loss first came within 0.005 of the peer's own final one.",
         "",
-        "| n | library | test error | test log loss | fit seconds | within 0.005 (s) "
-        "| peak memory (GB) | notes |",
-        "|---|---|---|---|---|---|---|---|",
+        "| problem | n | library | test error | test log loss | fit seconds "
+        "| within 0.005 (s) | peak memory (GB) | notes |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for n in sizes:
-        for name, r in results[n].items():
-            if name.startswith("gpc"):
-                note = (f"{r['evaluations']} evidence evaluations, stages "
-                        f"{r['stages']}; {r['kernel']}")
-                lines.append(f"| {n:.0e} | {name} | {r['error']:.3f} | "
-                             f"{r['log_loss']:.3f} | {r['seconds']:.1f} | | "
-                             f"{r['peak_gb']:.2f} | {note} |")
-            else:
-                within = "never" if r["within"] is None else f"{r['within']:.1f}"
-                lines.append(f"| {n:.0e} | {name} {r['version']} | "
-                             f"{r['final_error']:.3f} | {r['final_log_loss']:.3f} | "
-                             f"{r['train_seconds']:.1f} | {within} | | "
-                             f"{r['epochs']} epochs |")
+    for (problem, n), rows in results.items():
+        lines += [_row(problem, n, name, r) for name, r in rows.items()]
     if absent:
         lines += ["", f"Peers not installed here: {', '.join(absent)} "
                   "(`pip install \".[peers]\"`)."]
@@ -136,23 +146,22 @@ def report(sizes, M, results, absent):
 def run(args):
     """Run the comparison; returns the Markdown section."""
     absent = [k for k, v in _peers.available().items() if v is None]
-    results = {}
-    for n in args.learning_sizes:
-        results[n] = {"gpc": run_gpc(n, args.learning_inducing)}
-        print(f"  gpc n={n}: {results[n]['gpc']['seconds']:.1f} s, log loss "
-              f"{results[n]['gpc']['log_loss']:.4f}", flush=True)
-        if n <= args.learning_em_up_to:
-            results[n]["gpc online + EM"] = run_gpc(n, args.learning_inducing,
-                                                    method="online")
-        if not args.learning_no_peers:
-            results[n].update(run_peers(n, args.learning_inducing,
-                                        args.learning_peer_seconds))
-    return report(args.learning_sizes, args.learning_inducing, results, absent)
+    M, results = args.learning_inducing, {}
+    for problem in args.learning_problems:
+        for n in args.learning_sizes:
+            rows = results[problem, n] = {"gpc": run_gpc(n, M, problem=problem)}
+            print(f"  gpc {problem} n={n}: {rows['gpc']['seconds']:.1f} s, log loss "
+                  f"{rows['gpc']['log_loss']:.4f}", flush=True)
+            if n <= args.learning_em_up_to:
+                rows["gpc online + EM"] = run_gpc(n, M, "online", problem)
+            if not args.learning_no_peers:
+                rows.update(run_peers(n, M, args.learning_peer_seconds, problem))
+    return report(M, results, absent)
 
 
 # The quick mode (``--quick``: the main job's smoke run): 10^4 points, no peers.
 QUICK = {"learning_sizes": [10_000], "learning_inducing": 100,
-         "learning_no_peers": True}
+         "learning_no_peers": True, "learning_problems": ["issue"]}
 
 
 def add_arguments(ap):
@@ -165,6 +174,8 @@ def add_arguments(ap):
     ap.add_argument("--learning-em-up-to", type=int, default=10 ** 4,
                     help="also run the online GP with EM up to this n")
     ap.add_argument("--learning-no-peers", action="store_true", help="gpc only")
+    ap.add_argument("--learning-problems", nargs="+", choices=list(PROBLEMS),
+                    default=list(PROBLEMS), help="the data sets")
 
 
 def main(argv=None):

@@ -604,10 +604,11 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     optimum and, for the examples they
     share, from its sites; the last stage is the whole data (``smallest_stage``:
     see :func:`stage_sizes`).  Each stage maximises the log evidence per example
-    until a step gains less than ``evidence_tol`` nats (ten times that on the
-    subsets, whose optimum is only within its sampling spread of the whole
-    data's; :func:`_lbfgsb_stage`): far finer than the hyperparameters'
-    posterior spread, far coarser than SciPy's default (2e-9 of the value).
+    until a step gains less than ``evidence_tol`` nats (:func:`_lbfgsb_stage`):
+    far finer than the hyperparameters' posterior spread, far coarser than
+    SciPy's default (2e-9 of the value).  On the subsets, whose optimum is only
+    within its sampling spread of the whole data's, L-BFGS-B stops at ten times
+    that and EP at a site change of 1e-4.
 
     Returns
     -------
@@ -628,17 +629,19 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
             "stages": stage_sizes(n, Z.shape[0], smallest=smallest_stage)}
     for size in info["stages"]:
         stage = data.subset(size / n)
+        last = size == n
+        # A subset's optimum is only near the whole data's (within its own sampling
+        # spread): there EP stops at 1e-4 and L-BFGS-B at ten times the tolerance.
+        stage_options = options if last else dict(
+            options, tol=max(options.get("tol", 1e-6), 1e-4))
         objective = SparseEvidence(kernel, likelihood, stage, None, Z,
                                    learn_likelihood=learn_likelihood, verbose=verbose,
-                                   **options)
+                                   **stage_options)
         if sites is not None:
             objective.sites = stage.carry(sites, done)
         start = objective.theta if theta is None else theta
         try:
-            # A subset's optimum is only near the whole data's (within its own
-            # sampling spread): ten times the tolerance there.
-            _lbfgsb_stage(objective, start,
-                          evidence_tol * (1.0 if size == n else 10.0))
+            _lbfgsb_stage(objective, start, evidence_tol * (1.0 if last else 10.0))
         except KeyboardInterrupt:
             info["interrupted"] = True
         info["n_evaluations"] += len(objective.history)
