@@ -108,7 +108,7 @@ PROBLEMS = {"issue": "y = 1[x1 + x2 x3 + 0.3 e > 0] (issue 25's)",
 def _row(problem, n, name, r):
     if name.startswith("gpc"):
         note = (f"{r['evaluations']} evidence evaluations, stages {r['stages']}; "
-                f"{r['kernel']}")
+                if r["stages"] else "EM; ") + r["kernel"]
         return (f"| {problem} | {n:.0e} | {name} | {r['error']:.3f} | "
                 f"{r['log_loss']:.3f} | {r['seconds']:.1f} | | {r['peak_gb']:.2f} | "
                 f"{note} |")
