@@ -79,8 +79,12 @@ def test_lml_gradient_richardson(kernel, length_scale):
                 out.append(clf.log_marginal_likelihood(th, False))
             return skt.np.reshape(out, skt.np.shape(t))
         res = differentiate.derivative(f, theta0[k], initial_step=1e-2)
-        assert res.success
-        skt.assert_allclose(grad[k], res.df, rtol=1e-6, atol=1e-9)
+        # Status -1 (the error estimate grew: the evidence's rounding reached) or -2
+        # (its iterations spent) where the derivative is tiny against |lml|, as at
+        # length scale 1e3 on some machines (5.9e-5 +- 4.4e-9 here, scipy 1.17): the
+        # best estimate comes with its error, which the comparison allows.
+        assert res.success or res.status in (-1, -2)
+        skt.assert_allclose(grad[k], res.df, rtol=1e-6, atol=1e-9 + 2 * res.error)
 
 
 def test_predict_consistent_structured_ties():
