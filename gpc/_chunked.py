@@ -24,9 +24,9 @@ from sklearn.utils import check_random_state
 class Immediate:
     """Runs each task at once in this process; a "future" is the value itself.
 
-    (Chunks side by side in threads gain nothing here: SciPy's OpenBLAS
-    serialises calls from different threads, and one call's own two threads
-    already give 1.7x on a chunk's products.)"""
+    (Chunks side by side in threads gain nothing: SciPy's OpenBLAS serialises
+    calls from different threads, while one call's own BLAS threads do speed up
+    a chunk's products.)"""
 
     def submit(self, fn, *args):
         return fn(*args)
