@@ -167,9 +167,13 @@ class _Posterior:
         return 0.5 * float(self.eta @ self.a) - np.sum(np.log(np.diag(self.LS)))
 
     def inverse_minus_identity(self):
-        S = cho_solve((self.LS, True), np.eye(self.LS.shape[0]), check_finite=False)
-        S[np.diag_indices_from(S)] -= 1.0
-        return S
+        """``Sigma^{-1} - I`` (computed once; the gradient and C both use it)."""
+        if "_inv_minus_eye" not in self.__dict__:
+            S = cho_solve((self.LS, True), np.eye(self.LS.shape[0]),
+                          check_finite=False)
+            S[np.diag_indices_from(S)] -= 1.0
+            self._inv_minus_eye = S
+        return self._inv_minus_eye
 
 
 _SCRATCH = threading.local()
@@ -177,14 +181,14 @@ _SCRATCH = threading.local()
 
 def _scratch(slot, like):
     """A Fortran array shaped as ``like``, kept per thread and slot: a pass's
-    chunk-sized temporaries are not allocated afresh (at 3 MB, each fresh one
-    costs as much in page faults as a triangular solve of it)."""
+    chunk-sized temporaries are not allocated (and page-faulted in) afresh."""
     key = (slot, like.shape)
     buf = getattr(_SCRATCH, "arrays", None)
     if buf is None:
         buf = _SCRATCH.arrays = {}
     if key not in buf:
-        buf.clear() if len(buf) > 8 else None
+        if len(buf) > 8:
+            buf.clear()
         buf[key] = np.empty(like.shape, order="F")
     return buf[key]
 
@@ -196,6 +200,13 @@ def _accumulate(Phi, E, beta, Sigma, eta):
     W = np.multiply(Phi, np.sqrt(E), out=_scratch("W", Phi))
     blas.dsyrk(1.0, W, beta=1.0, c=Sigma, lower=1, overwrite_c=1)
     blas.dgemv(1.0, Phi, beta, beta=1.0, y=eta, overwrite_y=1)
+
+
+def _site_stats(Phi, E, beta):
+    """A chunk's contributions ``{"Sigma": Phi E Phi' (lower), "eta": Phi beta}``."""
+    Sigma, eta = np.zeros((Phi.shape[0],) * 2, order="F"), np.zeros(Phi.shape[0])
+    _accumulate(Phi, E, beta, Sigma, eta)
+    return {"Sigma": Sigma, "eta": eta}
 
 
 def _symmetric(A):
@@ -261,9 +272,7 @@ def _chunk_pass(post, likelihood, Phi, g, yc, E, beta, damping, update):
     if update:
         E, beta, stats["change"], stats["skipped"] = _site_update(
             E, beta, mc, vc, g, d1, d2, good, damping)
-        stats["Sigma"] = np.zeros((Phi.shape[0],) * 2, order="F")
-        stats["eta"] = np.zeros(Phi.shape[0])
-        _accumulate(Phi, E, beta, stats["Sigma"], stats["eta"])
+        stats.update(_site_stats(Phi, E, beta))
     return E, beta, stats, (V, m, s)
 
 
@@ -307,10 +316,7 @@ def _features_task(prior, Xc):
 def _accumulate_task(prior, Xc, feat, site):
     """A chunk's ``(Phi E Phi', Phi beta)`` (lower triangle)."""
     Phi = (feat if feat is not None else prior.features(Xc))[0]
-    Sigma = np.zeros((Phi.shape[0],) * 2, order="F")
-    eta = np.zeros(Phi.shape[0])
-    _accumulate(Phi, site[0], site[1], Sigma, eta)
-    return {"Sigma": Sigma, "eta": eta}
+    return _site_stats(Phi, site[0], site[1])
 
 
 def _pass_task(prior, post, likelihood, damping, update, gradient, Xc, yc, feat, site):
@@ -519,7 +525,7 @@ class SparseEvidence:
         self.options = options
         self.verbose = verbose
         self.sites = None
-        self.best = None            # (value, theta, sites, result)
+        self.best = None            # (value, theta, result)
         self.history = []
         self.t0 = time.perf_counter()
 
@@ -537,22 +543,25 @@ class SparseEvidence:
 
     def run(self, theta, compute_gradient=True):
         """:func:`sparse_ep` at theta from the kept sites."""
-        kernel, likelihood = self.model(theta)
+        return self._run(*self.model(theta), compute_gradient)
+
+    def _run(self, kernel, likelihood, compute_gradient):
         return sparse_ep(kernel, likelihood, self.data, None, self.Z, sites=self.sites,
                          compute_gradient=compute_gradient, **self.options)
 
     def __call__(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
-        res = self.run(theta)
+        kernel, likelihood = self.model(theta)
+        res = self._run(kernel, likelihood, True)
         n = self.data.n
-        grad = self.params.gradient(res.grad, res.dlik, self.model(theta)[1]) / n
+        grad = self.params.gradient(res.grad, res.dlik, likelihood) / n
         value = res.log_evidence / n
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
             raise FloatingPointError("sparse EP: non-finite evidence or gradient.")
         self.sites = res.sites
         self.history.append(res.log_evidence)
         if self.best is None or value > self.best[0]:
-            self.best = (value, theta.copy(), res.sites, res)
+            self.best = (value, theta.copy(), res)
         if self.verbose:
             print(f"[gpc sparse EP] n = {n}, evaluation {len(self.history)}: log "
                   f"evidence {res.log_evidence:.6g}, |gradient| "
@@ -647,7 +656,8 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         info["n_evaluations"] += len(objective.history)
         info["history"].append(objective.history)
         if objective.best is not None:
-            _, theta, sites, result = objective.best
+            _, theta, result = objective.best
+            sites = result.sites
             done = stage.fraction
         if info["interrupted"]:
             break
