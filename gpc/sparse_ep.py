@@ -292,13 +292,17 @@ def _gradient_pieces(prior, post, Xc, Phi, local, E, beta):
     ``H = Phi S Phi'`` (for the K_mm term).
 
     ``d/dK_nm = G^ L_K^{-1}`` with the whitened
-    ``G^ = (beta - E m) a' - E Phi' Sigma^{-1} - 2 S Phi'`` (B x M)."""
+    ``G^ = (beta - E m) a' - E Phi' Sigma^{-1} - 2 S Phi'`` (B x M), built
+    transposed: ``Phi' Sigma^{-1} = (L_S^{-T} V)'`` with ``V = L_S^{-1} Phi``,
+    both triangular products in place on V."""
     V, m, s = local
-    Gh = np.outer(beta - E * m, post.a)
-    Gh -= _matmul(V.T * E[:, None], _inverse_factor(post, "LS"))
-    Gh -= Phi.T * (2.0 * s)[:, None]
-    G = solve_triangular(prior.LK, Gh.T, trans="T", lower=True, check_finite=False).T
-    return {"cross": contract_cross(prior.kernel, Xc, prior.Z, G, prior.cross(Xc)),
+    Gt = blas.dtrmm(1.0, _inverse_factor(post, "LS"), V, lower=1, trans_a=1,
+                    overwrite_b=1)
+    Gt *= -E
+    Gt -= Phi * (2.0 * s)
+    Gt = blas.dger(1.0, post.a, beta - E * m, a=Gt, overwrite_a=1)
+    Gt = blas.dtrsm(1.0, prior.LK, Gt, lower=1, trans_a=1, overwrite_b=1)
+    return {"cross": contract_cross(prior.kernel, Xc, prior.Z, Gt.T, prior.cross(Xc)),
             "diag": contract_diag(prior.kernel, Xc, s),
             "H": _matmul(Phi * s, Phi.T)}
 
