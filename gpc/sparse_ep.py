@@ -621,7 +621,9 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     far finer than the hyperparameters' posterior spread, far coarser than
     SciPy's default (2e-9 of the value).  On the subsets, whose optimum is only
     within its sampling spread of the whole data's, L-BFGS-B stops at ten times
-    that and EP at a site change of 1e-4.
+    that.  While the hyperparameters move, EP stops at a site change of 1e-4
+    (``max(tol, 1e-4)``: the evidence's error is second order in the sites');
+    the returned result is EP at the optimum continued to ``tol``.
 
     Returns
     -------
@@ -644,9 +646,8 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         stage = data.subset(size / n)
         last = size == n
         # A subset's optimum is only near the whole data's (within its own sampling
-        # spread): there EP stops at 1e-4 and L-BFGS-B at ten times the tolerance.
-        stage_options = options if last else dict(
-            options, tol=max(options.get("tol", 1e-6), 1e-4))
+        # spread): there L-BFGS-B stops at ten times the tolerance.
+        stage_options = dict(options, tol=max(options.get("tol", 1e-6), 1e-4))
         objective = SparseEvidence(kernel, likelihood, stage, None, Z,
                                    learn_likelihood=learn_likelihood, verbose=verbose,
                                    **stage_options)
@@ -669,4 +670,15 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         if info["interrupted"]:
             raise KeyboardInterrupt
         raise FloatingPointError("sparse EP: every evaluation of the evidence failed.")
-    return theta, (result if done == 1.0 else None), info
+    if done != 1.0:
+        return theta, None, info
+    if result.info["max_change"] >= options.get("tol", 1e-6):
+        # EP to the requested tolerance at the optimum, from its sites.
+        final = SparseEvidence(kernel, likelihood, data, None, Z,
+                               learn_likelihood=learn_likelihood, **options)
+        final.sites = result.sites
+        try:
+            result = final.run(theta, compute_gradient=False)
+        except KeyboardInterrupt:
+            info["interrupted"] = True
+    return theta, result, info
