@@ -27,7 +27,9 @@ Notes
 from the current ``(Sigma, eta)``, its tilted moments and its new site, and
 accumulates the next ``Sigma`` and ``eta`` from the new sites.  A pass whose
 largest site change (``|dE| v`` and ``|dbeta| sqrt(v)``, ``v`` the cavity
-variance of ``f``) grows is followed by damped passes.
+variance of ``f``; of the undamped update, so that it measures the distance
+from the fixed point and not the step taken) grows is followed by damped
+passes.
 
 *The log evidence* is ``log Z_q + sum_i (log Z_i - log C_i)``::
 
@@ -240,8 +242,10 @@ def _cavity(Phi, post, E, beta):
 
 
 def _site_update(E, beta, mc, vc, g, d1, d2, good, damping):
-    """New sites from the tilted moments (damped), their largest change and the
-    number of updates skipped (improper cavity or update, zero tilted mass)."""
+    """New sites from the tilted moments (damped), the largest change of the
+    undamped update (the distance from EP's fixed point, whatever the damping)
+    and the number of updates skipped (improper cavity or update, zero tilted
+    mass)."""
     nu2 = -d2
     den = 1.0 - vc * nu2
     valid = good & (den > 0.0)
@@ -252,7 +256,8 @@ def _site_update(E, beta, mc, vc, g, d1, d2, good, damping):
     beta_new = np.where(valid, beta + damping * ((d1 + mc * nu2) / safe - beta), beta)
     v_f = vc + g
     change = np.maximum(np.abs(E_new - E) * v_f, np.abs(beta_new - beta) * np.sqrt(v_f))
-    return E_new, beta_new, float(np.max(change, initial=0.0)), int(np.sum(~valid))
+    return (E_new, beta_new, float(np.max(change, initial=0.0)) / damping,
+            int(np.sum(~valid)))
 
 
 def _chunk_pass(post, likelihood, Phi, g, yc, E, beta, damping, update):
@@ -418,7 +423,8 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
     jitter : float, default=1e-6
         ``K(Z, Z)``'s diagonal is multiplied by ``1 + jitter`` (part of the model).
     tol : float, default=1e-6
-        EP stops when the largest site change of a pass is below ``tol``.
+        EP stops when the largest site change of a pass (of the undamped
+        update) is below ``tol``.
     max_iter : int, default=100
         Most EP passes.
     damping : float in (0, 1], default=1.0

@@ -217,3 +217,24 @@ def test_interrupted_fit_keeps_the_best_hyperparameters(monkeypatch, capsys):
     assert clf.log_marginal_likelihood_value_ == pytest.approx(best, abs=1e-6)
     out = capsys.readouterr().out
     assert out.count("evaluation") == 4 and "|gradient|" in out
+
+
+def test_damped_passes_judge_convergence_by_the_undamped_step():
+    # A cold start at a large signal variance overshoots: damping must follow
+    # the distance from the fixed point, not the (damped) step taken, or it
+    # cycles between 0.05 and 0.0625 and stops on steps that are small only
+    # because they are damped.  (This one cycled for 100 passes, change 2e-4.)
+    rng = np.random.RandomState(0)
+    X = rng.randn(12000, 2)
+    y = np.where(X[:, 0] + 0.5 * rng.randn(12000) > 0, 1.0, -1.0)
+    Z = X[rng.choice(12000, 20, replace=False)]
+    kernel, lik = ConstantKernel(38.4) * RBF(6.36), get_likelihood("probit")
+    cold = sparse_ep(kernel, lik, X, y, Z, tol=1e-8, compute_gradient=False)
+    assert cold.info["converged"] and cold.info["passes"] < 40
+    warm = sparse_ep(kernel, lik, X, y, Z, sites=cold.sites, tol=1e-10,
+                     compute_gradient=False)
+    assert warm.log_evidence == pytest.approx(cold.log_evidence, abs=1e-8)
+    # Small damping cannot pass off small steps as convergence.
+    slow = sparse_ep(kernel, lik, X, y, Z, damping=0.01, max_iter=20,
+                     compute_gradient=False)
+    assert not slow.info["converged"] and slow.info["max_change"] > 1e-6
