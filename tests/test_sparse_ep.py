@@ -175,15 +175,14 @@ def test_stages_end_on_the_whole_data():
     assert res.log_evidence == pytest.approx(
         fine.run(theta, compute_gradient=False).log_evidence, abs=1e-7)
     assert len(info["history"][-1]) < len(info["history"][0])
-    # Within a nat of the optimum of a tight direct maximisation on the whole data
-    # (the stages stop when a step gains less than 0.01 nat; the whole data's
-    # stage starts from the subset's optimum, where L-BFGS-B's first, unscaled
-    # step gains little: 0.5-0.8 nat short here, far inside the hyperparameters'
-    # posterior spread).
+    # Within a few nats of the optimum of a tight direct maximisation on the whole
+    # data: the stages stop when an iteration gains less than 1 nat, and the
+    # iterations still to come would have gained 1.7 nats here (a Bayes factor
+    # inside the hyperparameters' posterior spread).
     direct = gpc.sparse_ep.SparseEvidence(kernel, lik, X, 2.0 * y - 1.0,
                                           clf.basis_vectors_)
     best = gpc.maximize_evidence(direct, direct.theta, direct.bounds)
-    assert res.log_evidence > 12000 * best.objective - 1.0
+    assert res.log_evidence > 12000 * best.objective - 3.0
 
 
 def test_regressor_learns_the_noise_by_maximum_evidence():
