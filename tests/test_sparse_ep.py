@@ -237,3 +237,38 @@ def test_damped_passes_judge_convergence_by_the_undamped_step():
     slow = sparse_ep(kernel, lik, X, y, Z, damping=0.01, max_iter=20,
                      compute_gradient=False)
     assert not slow.info["converged"] and slow.info["max_change"] > 1e-6
+
+
+def test_stage_optimiser_scales_its_first_step_and_carries_curvature():
+    # A quadratic "evidence per example" -(t - mu)' A (t - mu) / 2 on n examples.
+    A = np.array([[4.0, 1.0, 0.0], [1.0, 2.0, 0.3], [0.0, 0.3, 0.5]])
+    mu = np.array([0.7, -0.4, 1.3])
+
+    class Quadratic:
+        class data:
+            n = 1000
+        bounds = np.array([[-5.0, 5.0]] * 3)
+        calls = []
+
+        def __call__(self, theta):
+            self.calls.append(np.array(theta))
+            r = theta - mu
+            return -0.5 * r @ A @ r, -A @ r
+
+    obj = Quadratic()
+    newton = gpc.sparse_ep._lbfgsb_stage(obj, np.zeros(3), evidence_tol=1e-6)
+    # Without curvature the first step has length 0.5 along the gradient.
+    assert np.linalg.norm(obj.calls[1] - obj.calls[0]) == pytest.approx(0.5)
+    np.testing.assert_allclose(obj.calls[-1], mu, atol=1e-3)
+    # The curvature it returns is the quadratic's: a Newton step to the optimum.
+    g = A @ (np.array([0.2, 0.1, -0.3]) - mu)
+    np.testing.assert_allclose(newton(g), np.linalg.solve(A, g), rtol=0.05, atol=1e-3)
+    # A stage that starts with it takes its first step with the Newton length,
+    # and a 1-nat tolerance (1e-3 per example here) stops it within a few nats.
+    obj.calls.clear()
+    start = np.array([0.2, 0.1, -0.3])
+    gpc.sparse_ep._lbfgsb_stage(obj, start, evidence_tol=1.0, newton=newton)
+    step = np.linalg.norm(obj.calls[1] - start)
+    assert step == pytest.approx(min(np.linalg.norm(newton(g)), 1.0), rel=1e-6)
+    r = obj.calls[-1] - mu
+    assert 1000 * 0.5 * r @ A @ r < 3.0
