@@ -350,6 +350,25 @@ def _total(own):
             sum(o["eta"] for o in own))
 
 
+def _sweep(data, run_chunk, sites, own, M):
+    """One block-sequential sweep: each chunk's sites against the posterior that
+    holds every earlier chunk's new sites; ``sites`` and ``own`` (each chunk's
+    share of ``Sigma`` and ``eta``) are updated in place.  Returns the largest
+    change and the number of skipped updates."""
+    ex = data.executor
+    Sigma, eta = _total(own)
+    change, skipped = 0.0, 0
+    for c in range(len(sites)):
+        out = run_chunk(c, _Posterior(np.eye(M) + _symmetric(Sigma), eta))
+        sites[c] = ex.item(out, 0)
+        st = ex.gather([ex.item(out, 1)])[0]
+        Sigma = Sigma + (st["Sigma"] - own[c]["Sigma"])
+        eta = eta + (st["eta"] - own[c]["eta"])
+        own[c] = st
+        change, skipped = max(change, st["change"]), skipped + st["skipped"]
+    return change, skipped
+
+
 def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
         compute_gradient, verbose):
     """EP on chunked data (:class:`gpc._chunked.ChunkedData`); ``sites`` per chunk
@@ -371,20 +390,9 @@ def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
     info = {"iterations": 0, "converged": False, "max_change": np.inf, "n_skipped": 0}
     last, max_damping = np.inf, float(damping)
     for it in range(max_iter):
-        # A sweep: each chunk's sites against the posterior that holds every
-        # earlier chunk's new sites.  ``own`` is each chunk's current share.
-        Sigma, eta = _total(own)
-        change, skipped = 0.0, 0
-        for c in range(len(sites)):
-            post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
-            out = ex.submit(_pass_task, prior_s, post, likelihood, damping, True,
-                            False, data.X[c], data.y[c], feats[c], sites[c])
-            sites[c] = ex.item(out, 0)
-            st = ex.gather([ex.item(out, 1)])[0]
-            Sigma = Sigma + (st["Sigma"] - own[c]["Sigma"])
-            eta = eta + (st["eta"] - own[c]["eta"])
-            own[c] = st
-            change, skipped = max(change, st["change"]), skipped + st["skipped"]
+        change, skipped = _sweep(data, lambda c, post: ex.submit(
+            _pass_task, prior_s, post, likelihood, damping, True, False,
+            data.X[c], data.y[c], feats[c], sites[c]), sites, own, M)
         passes += 1
         info.update(iterations=it + 1, max_change=change, n_skipped=skipped)
         if verbose > 1:
