@@ -770,10 +770,11 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     Two methods share the model ``f(x) | f(Z) ~ N(p(x)' f(Z), g(x))``:
 
     * ``method="ep"`` (default): inducing inputs chosen by k-means++ (or given),
-      parallel expectation propagation over all the data (:mod:`gpc.sparse_ep`),
-      and the hyperparameters by maximising its log evidence with L-BFGS-B and
-      its exact gradient, in stages on growing random subsets that end on the
-      whole data.  This is the way to learn hyperparameters.
+      expectation propagation over all the data in block-sequential sweeps
+      (:mod:`gpc.sparse_ep`), and the hyperparameters by maximising its log
+      evidence with L-BFGS-B and its exact gradient, in stages on growing random
+      subsets that end on the whole data, each stopping when an iteration gains
+      less than a nat.  This is the way to learn hyperparameters.
     * ``method="online"``: the sparse online GP of Csato & Opper (2002), one
       pass that chooses the basis vectors as it goes, optional EP sweeps, and
       EM for the hyperparameters (see :mod:`gpc.sparse`).  :meth:`partial_fit`
