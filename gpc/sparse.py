@@ -460,6 +460,12 @@ def _is_dask(a):
     return type(a).__module__.startswith("dask.")
 
 
+def _dask_array(a):
+    """A Dask DataFrame's or Series' partitions as a Dask array (their row counts
+    are computed where they live); a Dask array as it is."""
+    return a.to_dask_array(lengths=True) if hasattr(a, "to_dask_array") else a
+
+
 class _SparseGP(BaseEstimator):
     """The estimator machinery shared by :class:`SparseGPClassifier` and
     :class:`SparseGPRegressor` (see :mod:`gpc.sparse`)."""
@@ -605,6 +611,8 @@ class _SparseGP(BaseEstimator):
                 from None
         if self.method != "ep":
             raise ValueError("Dask arrays are fitted with method='ep' only.")
+        columns = getattr(X, "columns", None)
+        X, y = _dask_array(X), _dask_array(y)
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
             raise ValueError(f"X must be 2-D and y 1-D with as many rows; got shapes "
                              f"{X.shape} and {y.shape}.")
@@ -612,6 +620,9 @@ class _SparseGP(BaseEstimator):
         data = ChunkedData.from_dask(client, X.astype(np.float64), targets,
                                      self.random_state)
         self.n_features_in_ = int(X.shape[1])
+        self.__dict__.pop("feature_names_in_", None)
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            self.feature_names_in_ = np.asarray(columns, dtype=object)
         return self._fit_ep(data, None)
 
     def _fit_ep(self, X, y):
@@ -916,12 +927,13 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
 
         Parameters
         ----------
-        X : array-like or Dask array of shape (n_samples, n_features)
+        X : array-like, Dask array or Dask DataFrame of shape (n_samples, n_features)
             With Dask arrays (two classes, ``method="ep"``) the blocks are
             computed and kept by the workers of the current ``distributed``
             client, which do the per-chunk work; only M x M statistics, the
-            classes and the inducing inputs come to this process.
-        y : array-like or Dask array of shape (n_samples,)
+            classes and the inducing inputs come to this process.  A Dask
+            DataFrame's partitions are its blocks.
+        y : array-like, Dask array or Dask Series of shape (n_samples,)
 
         Returns
         -------
@@ -949,7 +961,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     def _fit_dask_classes(self, X, y):
         """Binary fit on Dask arrays (the classes are the only values of y brought
         to the client)."""
-        classes = np.unique(np.asarray(y.map_blocks(np.unique).compute()))
+        classes = np.unique(np.asarray(_dask_array(y).map_blocks(np.unique).compute()))
         if classes.size != 2:
             raise ValueError(f"Dask arrays are fitted for two classes; y has "
                              f"{classes.size} ({classes}).")
@@ -1093,9 +1105,9 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
 
         Parameters
         ----------
-        X : array-like or Dask array of shape (n_samples, n_features)
-            Dask arrays stay on the workers (see :meth:`SparseGPClassifier.fit`).
-        y : array-like or Dask array of shape (n_samples,)
+        X : array-like, Dask array or Dask DataFrame of shape (n_samples, n_features)
+            Dask data stay on the workers (see :meth:`SparseGPClassifier.fit`).
+        y : array-like, Dask array or Dask Series of shape (n_samples,)
 
         Returns
         -------

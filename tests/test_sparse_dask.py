@@ -75,6 +75,21 @@ def test_dask_fit_equals_the_in_process_fit_and_gathers_no_data(client, monkeypa
     np.testing.assert_array_equal(on_workers.classes_, [0, 1])
 
 
+def test_dask_dataframe_partitions_are_the_chunks(client):
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _dask_data()
+    frame = dd.from_dask_array(X, columns=["a", "b", "c"])
+    labels = dd.from_dask_array(y)
+    from_frame = _model().fit(frame, labels)
+    from_arrays = _model().fit(X, y)
+    assert from_frame.log_marginal_likelihood_value_ == pytest.approx(
+        from_arrays.log_marginal_likelihood_value_, rel=0, abs=1e-8)
+    np.testing.assert_array_equal(from_frame.feature_names_in_, ["a", "b", "c"])
+    assert not hasattr(from_arrays, "feature_names_in_")
+    reg = gpc.SparseGPRegressor(RBF(np.ones(D)), max_basis=20, random_state=0)
+    assert reg.fit(frame, labels.astype(float)).n_features_in_ == D
+
+
 def test_dask_input_refuses_what_it_cannot_do(client):
     X, y = _dask_data()
     with pytest.raises(ValueError, match="method='ep'"):
