@@ -29,10 +29,9 @@ against the posterior that already holds every earlier chunk's new sites; the
 chunk's share of ``Sigma`` and ``eta`` is then swapped for the new one (each
 chunk keeps its M x M share: O(n M^2 / chunk) memory, and one M x M Cholesky
 factorisation per chunk).  Against updating every site from one posterior per
-pass (parallel EP), this takes 6 sweeps instead of 16 passes from zero sites
-and 5 instead of 7 from a nearby theta's sites (to a change of 1e-6; 10^5
-points, 200 inducing inputs), and does not oscillate where parallel EP does
-at large signal variance.  A sweep whose
+pass (parallel EP), this needs fewer sweeps than parallel EP needs passes,
+most so from zero sites (``bench/RESULTS.md``), and does not oscillate where
+parallel EP does at large signal variance.  A sweep whose
 largest site change (``|dE| v`` and ``|dbeta| sqrt(v)``, ``v`` the cavity
 variance of ``f``; of the undamped update, so that it measures the distance
 from the fixed point and not the step taken) grows is followed by damped
@@ -617,8 +616,8 @@ def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
     ``evidence_tol`` nats or SciPy's gradient test holds (1e-5 per example).
 
     With every variable bounded, L-BFGS-B's first step is the gradient itself:
-    tiny on the evidence per example (it gained 0.25 of the 62 nats a stage had
-    to go, and a gain-based stop would end there), huge on the total.  The
+    tiny on the evidence per example (a gain-based stop would end there, far
+    from the optimum), huge on the total.  The
     objective is therefore scaled so that the first step is as long as the
     quasi-Newton step ``newton(gradient)`` of the previous stage's curvature
     (the same per example on any subset), or 0.5 without one, within [0.05, 1].
@@ -682,8 +681,8 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     The default, 1 nat, is a Bayes factor of e between the two settings, "not
     worth more than a bare mention" on Kass & Raftery's (1995) scale: the
     hyperparameters' posterior is spread over more than that, and the last
-    iterations of a tighter tolerance walk along a flat ridge (1.2 nats in 6
-    evaluations of 10^5 points here) without changing the predictions.  While
+    iterations of a tighter tolerance walk along a flat ridge of the evidence
+    without changing the predictions (``bench/RESULTS.md``).  While
     the hyperparameters move, EP stops at a site change of 1e-4
     (``max(tol, 1e-4)``: the evidence's error is second order in the sites');
     the returned result is EP at the optimum continued to ``tol``.
