@@ -641,16 +641,25 @@ class _SparseGP(BaseEstimator):
             theta, res, opt = maximize_sparse_evidence(
                 kernel, likelihood, data, Z, learn_likelihood=learn_lik,
                 verbose=self.verbose, **options)
-            if opt["interrupted"]:
-                warnings.warn("sparse GP: fit interrupted; the model is fitted with "
-                              "the best hyperparameters evaluated so far.",
-                              RuntimeWarning, stacklevel=3)
         final = SparseEvidence(kernel, likelihood, data, None, Z,
                                learn_likelihood=learn_lik, **options)
         theta = final.theta if theta is None else theta
         kernel, likelihood = final.model(theta)
-        if res is None:         # nothing learnt, or interrupted before the whole data
-            res = final.run(theta, compute_gradient=False)
+        if res is None or res.info["max_change"] >= self.tol:
+            # EP at theta to tol: from the optimum's sites (the stages stop EP at
+            # 1e-4), or afresh when nothing was learnt or the whole data's stage
+            # was interrupted before its first evaluation.
+            final.sites = None if res is None else res.sites
+            try:
+                res = final.run(theta, compute_gradient=False)
+            except KeyboardInterrupt:
+                if res is None:
+                    raise
+                opt["interrupted"] = True
+        if opt["interrupted"]:
+            warnings.warn("sparse GP: fit interrupted; the model is fitted with "
+                          "the best hyperparameters evaluated so far.",
+                          RuntimeWarning, stacklevel=3)
         if not res.info["converged"]:
             warnings.warn(f"sparse GP: EP did not converge (largest site change "
                           f"{res.info['max_change']:.2e}, tol {self.tol:g}).",
@@ -961,7 +970,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     def _fit_dask_classes(self, X, y):
         """Binary fit on Dask arrays (the classes are the only values of y brought
         to the client)."""
-        classes = np.unique(np.asarray(_dask_array(y).map_blocks(np.unique).compute()))
+        y = _dask_array(y)
+        classes = np.unique(np.asarray(y.map_blocks(np.unique).compute()))
         if classes.size != 2:
             raise ValueError(f"Dask arrays are fitted for two classes; y has "
                              f"{classes.size} ({classes}).")

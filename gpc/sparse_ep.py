@@ -642,7 +642,7 @@ def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
         return newton
     length = 0.5 if newton is None else float(np.linalg.norm(newton(g0)))
     scale = min(max(length, 0.05), 1.0) / max(float(np.linalg.norm(g0)), 1e-300)
-    last = [f0]
+    last = f0
 
     def f(theta):
         value, grad = ((f0, g0) if np.array_equal(theta, start)
@@ -652,8 +652,9 @@ def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
         return value * scale, grad * scale
 
     def stop_on_small_gain(intermediate_result):
+        nonlocal last
         value = intermediate_result.fun / scale
-        gain, last[0] = (last[0] - value) * n, value
+        gain, last = (last - value) * n, value
         if gain < evidence_tol:
             raise StopIteration
 
@@ -684,16 +685,18 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     iterations of a tighter tolerance walk along a flat ridge of the evidence
     without changing the predictions (``bench/RESULTS.md``).  While
     the hyperparameters move, EP stops at a site change of 1e-4
-    (``max(tol, 1e-4)``: the evidence's error is second order in the sites');
-    the returned result is EP at the optimum continued to ``tol``.
+    (``max(tol, 1e-4)``: the evidence's error is second order in the sites'),
+    so the returned result is EP to that; continue it from its sites for a
+    tighter ``tol``.
 
     Returns
     -------
     theta : ndarray
         The best parameters found (``SparseEvidence.theta`` layout).
     result : SparseEPResult or None
-        The whole data's evaluation at theta (its sites per chunk); None when the
-        last stage never completed an evaluation.
+        The whole data's evaluation at theta (its sites per chunk, EP to
+        ``max(tol, 1e-4)``); None when the last stage never completed an
+        evaluation.
     info : dict
         ``interrupted`` (a KeyboardInterrupt stopped the optimisation; it is not
         re-raised, the best parameters so far are returned), ``stages`` (sizes),
@@ -729,15 +732,4 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         if info["interrupted"]:
             raise KeyboardInterrupt
         raise FloatingPointError("sparse EP: every evaluation of the evidence failed.")
-    if done != 1.0:
-        return theta, None, info
-    if result.info["max_change"] >= options.get("tol", 1e-6):
-        # EP to the requested tolerance at the optimum, from its sites.
-        final = SparseEvidence(kernel, likelihood, data, None, Z,
-                               learn_likelihood=learn_likelihood, **options)
-        final.sites = result.sites
-        try:
-            result = final.run(theta, compute_gradient=False)
-        except KeyboardInterrupt:
-            info["interrupted"] = True
-    return theta, result, info
+    return theta, (result if done == 1.0 else None), info

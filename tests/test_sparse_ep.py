@@ -166,14 +166,15 @@ def test_stages_end_on_the_whole_data():
         smallest_stage=120)
     assert info["stages"] == [1200, 12000]
     assert sum(s[0].size for s in res.sites) == 12000
-    # The evaluations stop EP at 1e-4; the result is EP at theta to tol (1e-6):
-    # its evidence is EP's to 1e-10 from the same sites.
-    assert res.info["converged"] and res.info["max_change"] < 1e-6
-    fine = gpc.sparse_ep.SparseEvidence(kernel, lik, data, None, clf.basis_vectors_,
-                                        tol=1e-10)
-    fine.sites = res.sites
-    assert res.log_evidence == pytest.approx(
-        fine.run(theta, compute_gradient=False).log_evidence, abs=1e-7)
+    # The evaluations stop EP at 1e-4; the estimator continues EP at its theta to
+    # tol (1e-6): its evidence is EP's to 1e-10.
+    assert res.info["converged"] and res.info["max_change"] < 1e-4
+    assert clf.inference_info_["converged"]
+    assert clf.inference_info_["max_change"] < 1e-6
+    fine = sparse_ep(clf.kernel_, lik, X, 2.0 * y - 1.0, clf.basis_vectors_,
+                     tol=1e-10, compute_gradient=False)
+    assert clf.log_marginal_likelihood_value_ == pytest.approx(
+        fine.log_evidence, abs=1e-7)
     assert len(info["history"][-1]) < len(info["history"][0])
     # Within a few nats of the optimum of a tight direct maximisation on the whole
     # data: the stages stop when an iteration gains less than 1 nat, and the
