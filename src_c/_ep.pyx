@@ -51,8 +51,8 @@ cdef extern from *:
     #include <sys/mman.h>
     #endif
     /* An n x n scratch buffer, first written inside the run: with 4 KB pages that
-     * costs a page fault per 4 KB (5 ms for the 16 MB single-precision buffer at
-     * n = 2000 here, a tenth of a Cholesky).  Aligned to 2 MB and, on Linux, marked
+     * costs a page fault per 4 KB, a visible share of a warm evaluation at
+     * n = 2000.  Aligned to 2 MB and, on Linux, marked
      * for transparent huge pages (honoured where they are enabled, as NumPy does
      * for its large arrays).  Freed with free(); NULL when out of memory. */
     static void *_big_alloc(size_t size)

@@ -7,15 +7,13 @@
 # vectorised over the rows in _pairs.h; beyond, from the Gram matrix of one BLAS
 # dsyrk), turns them into the squared-exponential values by the vectorised exp of
 # _vexp.h, and mirrors them (4 x 4 blocks transposed in registers, _pairs.h), so the
-# result is exactly symmetric.  At n = 2000, d = 8 the SE matrix takes 8.6 ms here
-# (26 ms with the dsyrk Gram matrix and entry-by-entry mirroring; about a quarter
-# of a Cholesky of the same size: bench/results/ep_profile.md).
+# result is exactly symmetric.  Its cost next to a Cholesky of the same size is in
+# bench/results/ep_profile.md ("kernel matrix").
 #
 # The length-scale gradients of the same kernels contract dK with K and the squared
 # coordinate differences; ``weighted_sqdist_sum`` does that in one tiled pass over
-# dK and K that sums the pairs directly for up to 16 coordinates (``_pairs.h``; 10 ms
-# at n = 2000, d = 8, against 18 ms for the pass + dsymm it replaced), and with one
-# pass and one dsymm beyond.
+# dK and K that sums the pairs directly for up to 16 coordinates (``_pairs.h``; one pass where
+# a pass and a dsymm were), and with one pass and one dsymm beyond.
 
 import numpy as np
 

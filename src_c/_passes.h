@@ -8,8 +8,8 @@
  *   t = K x                     (K symmetric, its lower triangle read).
  *
  * At n = 2000 these steps are memory-bound: K's lower triangle is 16 MB, and reading
- * it once instead of twice (B formed, then a dsymv) saves about 0.8 ms of the 3 ms
- * the two took here, at each of the three factorisations of a warm EP evaluation.
+ * it once instead of twice (B formed, then a dsymv) saves a pass over 16 MB at each
+ * of the three factorisations of a warm EP evaluation.
  * B goes to a double (gpc_site_matrix_symv) or a single-precision buffer
  * (gpc_site_matrix_symv_f); t is always summed in double.  The column's dot product
  * runs in four partial sums (so that the loop vectorises without reassociation
@@ -18,8 +18,8 @@
  * 2. The chord model's pass over the single-precision B^{-1} (gpc_model_pass): the
  * strictly lower triangle scaled to off-diagonal posterior covariances and/or
  * its squares written to the upper triangle, in 8 x 8 blocks whose transposition
- * stays in registers (GCC >= 12 or Clang vector extensions: 1.4 ms instead of
- * 4.2 ms at n = 2000 here; other compilers get the same values from plain loops).
+ * stays in registers (GCC >= 12 or Clang vector extensions; other compilers get
+ * the same values, more slowly, from plain loops).
  */
 #ifndef GPC_PASSES_H
 #define GPC_PASSES_H
