@@ -794,7 +794,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
       (:mod:`gpc.sparse_ep`), and the hyperparameters by maximising its log
       evidence with L-BFGS-B and its exact gradient, in stages on growing random
       subsets that end on the whole data, each stopping when an iteration gains
-      less than a nat.  This is the way to learn hyperparameters.
+      less than 1e-4 nats per example.  This is the way to learn
+      hyperparameters.
     * ``method="online"``: the sparse online GP of Csato & Opper (2002), one
       pass that chooses the basis vectors as it goes, optional EP sweeps, and
       EM for the hyperparameters (see :mod:`gpc.sparse`).  :meth:`partial_fit`
