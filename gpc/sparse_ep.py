@@ -622,7 +622,10 @@ def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
     objective is therefore scaled so that the first step is as long as the
     quasi-Newton step ``newton(gradient)`` of the previous stage's curvature
     (the same per example on any subset), or 0.5 without one, within [0.05, 1].
-    A failed evaluation steers the line search back (as
+    When that step's predicted gain, ``gradient . newton(gradient) / 2``,
+    is already below ``evidence_tol``, the stage ends at its first evaluation:
+    on the whole data that spares the evaluations of a line search whose
+    gain would not count.  A failed evaluation steers the line search back (as
     :func:`gpc.optimize.maximize_evidence` does).
 
     Returns this stage's ``newton``: gradient per example -> quasi-Newton step
@@ -640,6 +643,8 @@ def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
 
     f0, g0 = evaluate(start)
     if f0 is None:
+        return newton
+    if newton is not None and 0.5 * float(g0 @ newton(g0)) < evidence_tol:
         return newton
     length = 0.5 if newton is None else float(np.linalg.norm(newton(g0)))
     scale = min(max(length, 0.05), 1.0) / max(float(np.linalg.norm(g0)), 1e-300)

@@ -274,3 +274,12 @@ def test_stage_optimiser_scales_its_first_step_and_carries_curvature():
     assert step == pytest.approx(min(np.linalg.norm(newton(g)), 1.0), rel=1e-6)
     r = obj.calls[-1] - mu
     assert 1000 * 0.5 * r @ A @ r < 3.0
+    # Where that curvature predicts a step gaining less than the tolerance, the
+    # stage ends at its first evaluation (here 0.5 r'Ar = 2.4e-4 per example).
+    obj.calls.clear()
+    r = np.array([0.01, -0.01, 0.02])
+    assert 0.5 * r @ A @ r == pytest.approx(2.4e-4)
+    gpc.sparse_ep._lbfgsb_stage(obj, mu + r, evidence_tol=1e-3, newton=newton)
+    assert len(obj.calls) == 1
+    gpc.sparse_ep._lbfgsb_stage(obj, mu + r, evidence_tol=1e-5, newton=newton)
+    assert len(obj.calls) > 2
