@@ -837,11 +837,6 @@ def test_bad_options(opts, match):
         ep(np.eye(2), [1, -1], "probit", **opts)
 
 
-def test_empty_problem():
-    res = ep(np.zeros((0, 0)), np.zeros(0), "probit")
-    assert res.log_evidence == 0.0 and res.dK.shape == (0, 0)
-
-
 # --- a workspace reused across calls ------------------------------------------------
 
 @pytest.mark.parametrize("method,updates", [("ep", "parallel"), ("ep", "sequential"),

@@ -218,6 +218,17 @@ def test_validation_scans_every_tile(i, j):
             gpc.infer(bad, np.ones(130))
 
 
+@pytest.mark.parametrize("method", gpc.available_methods())
+def test_no_examples_is_one_clear_error_for_every_method(method, capfd):
+    # Issue 26: with n = 0 some methods returned 0.0, one raised, and LAPACK
+    # printed illegal-argument messages; every method now refuses alike.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="at least one example"):
+            gpc.infer(np.zeros((0, 0)), np.zeros(0), method=method)
+    assert capfd.readouterr().err == ""
+
+
 def test_unknown_method():
     with pytest.raises(ValueError, match="Unknown inference method"):
         gpc.infer(np.eye(2), [1, -1], method="magic")
@@ -231,11 +242,6 @@ def test_float32_and_noncontiguous_inputs():
     for Kx in (K.astype(np.float32), big[::2, ::2], np.asfortranarray(K)):
         res = gpc.infer(Kx, y[::1].astype(np.float32), likelihood="logit")
         assert res.log_evidence == pytest.approx(ref.log_evidence, rel=1e-6)
-
-
-def test_empty_problem():
-    res = gpc.infer(np.zeros((0, 0)), np.zeros(0))
-    assert res.log_evidence == 0.0 and res.dK.shape == (0, 0)
 
 
 def test_predictions_from_the_posterior():

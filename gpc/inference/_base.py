@@ -179,8 +179,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         For an unknown method or likelihood, a method/likelihood pair the method
         does not support (e.g. Laplace with a likelihood without derivatives,
         "vb" with anything but the logit and probit), invalid options, a K that
-        is not a finite square symmetric matrix, or labels the likelihood does not
-        accept.
+        is not a finite square symmetric matrix or is empty (no examples), or
+        labels the likelihood does not accept.
     gpc.NotPositiveDefiniteError
         If K is not positive semi-definite, even with the jitter of the ladder
         (up to ``1e-4 * mean(diag(K))``) added.  Also a ValueError and a
@@ -214,6 +214,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     """
     fn = get_method(method)
     Kf = as_kernel_matrix(K)
+    if Kf.shape[0] == 0:
+        raise ValueError("K is 0 x 0: gpc.infer needs at least one example.")
     # K exists; the method needs at least a factorisation and an inverse besides.
     check_full_fit_memory(Kf.shape[0], f"gpc.infer(method={method!r})", arrays=2)
     lik = get_likelihood(likelihood)
