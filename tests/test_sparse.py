@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.linalg import solve
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import kernels as sklearn_kernels
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
@@ -323,3 +324,43 @@ def test_ep_sweeps_with_pruning_approach_full_ep_for_the_regression_noises(name)
     full = gpc.infer(kernel(X), y, method="ep", likelihood=lik)
     assert state.d < 30 and info["n_skipped"] == 0
     assert info["log_evidence"] == pytest.approx(full.log_evidence, rel=1e-3)
+
+
+class _Quadratic(sklearn_kernels.Kernel):
+    """``k(x, x') = 1 - |x - x'|^2``: not positive semi-definite (issue 26)."""
+
+    def __init__(self):
+        pass
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        Y = X if Y is None else Y
+        return 1.0 - ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+
+    def diag(self, X):
+        return np.ones(len(X))
+
+    def is_stationary(self):
+        return True
+
+
+@pytest.mark.parametrize("method", ["ep", "online"])
+@pytest.mark.parametrize("Estimator", [gpc.SparseGPClassifier, gpc.SparseGPRegressor])
+def test_an_indefinite_kernel_is_refused_and_names_itself(Estimator, method):
+    # Before, the online pass predicted values of 1e177 (probabilities of 0 and 1)
+    # with a warning, and sparse EP suggested raising the jitter.
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 2)
+    y = (X[:, 0] > 0).astype(int) if Estimator is gpc.SparseGPClassifier else X[:, 0]
+    est = Estimator(RBF(1.0), max_basis=20, method=method, random_state=0).fit(X, y)
+    before = est.predict(X[:5]).tolist()
+    est.set_params(kernel=_Quadratic())
+    with pytest.raises(gpc.NotPositiveDefiniteError, match="_Quadratic"):
+        est.fit(X, y)
+    assert est.predict(X[:5]).tolist() == before
+    if method == "online":
+        with pytest.raises(gpc.NotPositiveDefiniteError, match="_Quadratic"):
+            fresh = Estimator(_Quadratic(), max_basis=20, method=method)
+            if Estimator is gpc.SparseGPClassifier:
+                fresh.partial_fit(X, y, classes=[0, 1])
+            else:
+                fresh.partial_fit(X, y)
