@@ -447,10 +447,16 @@ def _learnable_likelihood(likelihood):
 
 
 def _kmeans_centres(M, seed, *parts):
+    """M rows of the data chosen by k-means++, run on the data divided by a
+    power of two near its largest magnitude: the same choice (k-means++ does not
+    see a common scale, and the division is exact), but squared distances that
+    do not overflow, as those of inputs beyond about 1e154 do."""
     X = np.concatenate(parts)
     if X.shape[0] <= M:
         return X
-    return kmeans_plusplus(X, M, random_state=seed)[0]
+    top = float(np.max(np.abs(X)))
+    scale = 2.0 ** np.frexp(top)[1] if np.isfinite(top) and top > 0 else 1.0
+    return X[kmeans_plusplus(X / scale, M, random_state=seed)[1]]
 
 
 def _as_float(block):

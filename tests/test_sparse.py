@@ -364,3 +364,17 @@ def test_an_indefinite_kernel_is_refused_and_names_itself(Estimator, method):
                 fresh.partial_fit(X, y, classes=[0, 1])
             else:
                 fresh.partial_fit(X, y)
+
+
+def test_kmeans_centres_survive_huge_inputs_and_match_kmeans_plusplus():
+    # k-means++ on raw inputs of 1e160 overflows its squared distances and
+    # picked 3 distinct centres of 20; the scaled run picks 20, and on ordinary
+    # data exactly scikit-learn's choice (the scale is a power of two).
+    from sklearn.cluster import kmeans_plusplus
+    from gpc.sparse import _kmeans_centres
+
+    X = np.random.RandomState(0).randn(2000, 3)
+    np.testing.assert_array_equal(_kmeans_centres(50, 7, X[:900], X[900:]),
+                                  kmeans_plusplus(X, 50, random_state=7)[0])
+    Z = _kmeans_centres(20, 0, X[:200] * 1e160)
+    assert np.all(np.isfinite(Z)) and len(np.unique(Z, axis=0)) == 20
