@@ -630,7 +630,6 @@ def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
 
     Returns this stage's ``newton``: gradient per example -> quasi-Newton step
     (None when it made no curvature pair)."""
-    n = np.float64(objective.data.n)
     bounds = np.asarray(objective.bounds, dtype=np.float64)
     start = np.clip(np.asarray(start, dtype=np.float64), bounds[:, 0], bounds[:, 1])
 
