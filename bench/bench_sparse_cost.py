@@ -6,8 +6,8 @@ evaluations per stage, against the BLAS work of one pass over the data.
 the same process, and so on the same machine state, one *BLAS pass* is timed: a
 triangular solve and a rank-k update (``dtrsm`` + ``dsyrk``) of every 2048-row
 chunk of an n x M matrix, the least work a sweep of EP over the data must do (an
-evaluation does about six such passes: the features, the sites' shares, the
-sweeps, the evidence and gradient).  The ratio says how far an evaluation is from
+evaluation from converged sites does about nine: one each for the features and
+the sites' shares, two for a sweep, five for the evidence and gradient).  The ratio says how far an evaluation is from
 that floor; the seconds, set against the peers' time to come within 0.005 of
 their final log loss (``bench_sparse_learning.py``), say what a fit that
 evaluates the evidence on all the data can reach.

@@ -13,8 +13,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import NotPositiveDefiniteError, check_full_fit_memory
 from .inference import get_method
-from .inference._base import psd_jitter
-from .kernels import as_kernel, is_psd_by_construction
+from .inference._base import check_kernel_psd
+from .kernels import as_kernel
 from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
 
@@ -118,10 +118,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if self.warm_start and previous is not None and previous[0] == key:
             state = previous[1]
 
-        jitter = 0.0
-        if not is_psd_by_construction(kernel):
-            jitter = psd_jitter(np.asarray(kernel(X_train), dtype=np.float64),
-                                f"The kernel {kernel!r} gives a covariance matrix that")
+        jitter = check_kernel_psd(kernel, X_train)
         objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
                                       self._inference_options(), state=state,
                                       jitter=jitter,

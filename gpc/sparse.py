@@ -67,8 +67,8 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _sparse
-from .inference._base import psd_jitter
-from .kernels import as_kernel, contract, is_psd_by_construction
+from .inference._base import check_kernel_psd
+from .kernels import as_kernel, contract
 from .likelihoods import get_likelihood
 from ._chunked import ChunkedData
 from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
@@ -533,15 +533,6 @@ class _SparseGP(BaseEstimator):
                              f"{likelihood.name!r}.")
         return kernel, likelihood
 
-    @staticmethod
-    def _check_kernel(kernel, X):
-        """Refuse a kernel whose matrix on ``X`` (the inducing inputs, or the
-        first ``max_basis`` rows for the online pass) is not positive
-        semi-definite: every later step would factorise it or divide by it."""
-        if not is_psd_by_construction(kernel):
-            psd_jitter(np.asarray(kernel(X), dtype=np.float64),
-                       f"The kernel {kernel!r} gives a covariance matrix that")
-
     # -- inference ----------------------------------------------------------------
     def _e_step(self, kernel, likelihood, X, y):
         """Online pass, then EP sweeps; returns (state, info)."""
@@ -649,7 +640,7 @@ class _SparseGP(BaseEstimator):
         data = X if isinstance(X, ChunkedData) else ChunkedData.from_arrays(
             X, y, max(self.chunk_size, 2048), self.random_state)
         Z = self._inducing_inputs(data)
-        self._check_kernel(kernel, Z)
+        check_kernel_psd(kernel, Z)         # K(Z, Z) must factorise
         learn = self.optimizer is not None
         learn_lik = learn and _learnable_likelihood(likelihood)
         options = dict(jitter=self.jitter, tol=self.tol, damping=self.damping)
@@ -696,7 +687,7 @@ class _SparseGP(BaseEstimator):
 
     def _fit_online(self, X, y):
         kernel, likelihood = self._check_params()
-        self._check_kernel(kernel, X[:self.max_basis])
+        check_kernel_psd(kernel, X[:self.max_basis])
         learn = self.optimizer is not None
         learn_kernel = learn and kernel.n_dims > 0
         learn_lik = learn and _learnable_likelihood(likelihood)
@@ -758,7 +749,7 @@ class _SparseGP(BaseEstimator):
             history = self.evidence_history_
         else:
             kernel, likelihood = self._check_params()
-            self._check_kernel(kernel, X[:self.max_basis])
+            check_kernel_psd(kernel, X[:self.max_basis])
             state = SparseState(self.max_basis, X.shape[1])
             history = []
         online_pass(kernel, likelihood, X, y, state, self.novelty_tol, self.chunk_size,

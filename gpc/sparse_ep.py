@@ -643,9 +643,10 @@ def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
     f0, g0 = evaluate(start)
     if f0 is None:
         return newton
-    if newton is not None and 0.5 * float(g0 @ newton(g0)) < evidence_tol:
+    step = None if newton is None else newton(g0)
+    if step is not None and 0.5 * float(g0 @ step) < evidence_tol:
         return newton
-    length = 0.5 if newton is None else float(np.linalg.norm(newton(g0)))
+    length = 0.5 if step is None else float(np.linalg.norm(step))
     scale = min(max(length, 0.05), 1.0) / max(float(np.linalg.norm(g0)), 1e-300)
     last = f0
 

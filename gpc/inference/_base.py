@@ -6,6 +6,7 @@ import numpy as np
 
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
                            check_full_fit_memory)
+from ..kernels import is_psd_by_construction
 from ..likelihoods import get_likelihood
 
 _METHODS = {}
@@ -131,6 +132,15 @@ def psd_jitter(K, what="K"):
     raise NotPositiveDefiniteError(
         f"{what} is not positive semi-definite, even with jitter "
         f"{JITTER_LADDER[-1]:g} x mean(diag) added.")
+
+
+def check_kernel_psd(kernel, X):
+    """:func:`psd_jitter` of ``kernel(X)``, the error naming the kernel; 0.0
+    without a factorisation for kernels positive semi-definite by construction."""
+    if is_psd_by_construction(kernel):
+        return 0.0
+    return psd_jitter(np.asarray(kernel(X), dtype=np.float64),
+                      f"The kernel {kernel!r} gives a covariance matrix that")
 
 
 def infer(K, y, method="laplace", likelihood="probit", *, init=None,
