@@ -2,10 +2,13 @@
 quadrature, the lower bound's gradient, its fixed point, the upper bound's
 posterior, the estimator."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import integrate
 from scipy.special import expit, log_expit
+from sklearn.exceptions import ConvergenceWarning
 
 import gpc
 from gpc.inference.variational import jj_lambda, upper_bound
@@ -180,3 +183,35 @@ def test_classifier_with_the_probit_bound():
     assert clf.score(X, y) > 0.8
     with pytest.raises(ValueError, match="logit"):
         clf.predict_proba(X, bound="upper")
+
+
+@pytest.mark.parametrize("lik", ["probit", "logit"])
+def test_the_bound_rises_with_every_iteration_and_stays_below_ep(lik):
+    # Issue 26's case: breast cancer standardised, a large signal variance.  The
+    # probit's bound fell as it converged (-43.99 after 100 steps, -155.92 at
+    # convergence, EP -57.57): a bound maximised by its iteration cannot fall, and
+    # the value after k steps is the bound at the returned tangent points.
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.gaussian_process.kernels import RBF
+    from sklearn.preprocessing import StandardScaler
+
+    X, t = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    y = 2.0 * t - 1.0
+    K = np.asfortranarray(np.exp(6.1) * RBF(np.exp(3.0))(X))
+    values = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for max_iter in range(1, 41):
+            res = gpc.infer(K, y, method="vb", likelihood=lik, max_iter=max_iter)
+            values.append(res.log_evidence)
+            if res.info["converged"]:
+                break
+    assert res.info["converged"]
+    assert np.all(np.diff(values) >= -1e-9 * np.abs(values[1:]))
+    # The value returned is the bound at the returned tangent points.
+    again = gpc.infer(K, y, method="vb", likelihood=lik, max_iter=1,
+                      init=res.state)
+    assert again.log_evidence == pytest.approx(res.log_evidence, rel=1e-9)
+    ep = gpc.infer(K, y, method="ep", likelihood=lik)
+    assert values[-1] < ep.log_evidence

@@ -122,18 +122,29 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
     b = 0.5 * np.asarray(y, dtype=np.float64)
 
     def attempt(Kj):
+        ws = _Workspace(n)
+
+        def evaluate(x):
+            # The Gaussian and the bound at the tangent points nu = sqrt(x).
+            nu = np.sqrt(x)
+            lam = jj_lambda(nu)
+            q = _gaussian(Kj, np.sqrt(2.0 * lam), b, ws)
+            if q is None:
+                return None
+            bound = (np.sum(log_expit(nu) - 0.5 * nu + lam * nu * nu)
+                     + 0.5 * b @ q[2] - np.sum(np.log(np.diag(q[0]))))
+            return q, bound
+
         x = nu0 * nu0                                # the iterate: nu^2
         converged = False
         accel = _Anderson(ANDERSON_MEMORY)
         best = np.inf
         chord = None                                 # a factorised Newton matrix
-        ws = _Workspace(n)
+        point = evaluate(x)
         for it in range(1, int(max_iter) + 1):
-            sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
-            q = _gaussian(Kj, sW, b, ws)
-            if q is None:
+            if point is None:
                 return None
-            L, Linv, mean, var, alpha = q
+            (L, Linv, mean, var, alpha), log_z = point
             fx = mean * mean + var                   # the EM map F(x)
             res = np.max(np.abs(fx - x) / (1.0 + fx), initial=0.0)
             if res <= tol:
@@ -146,37 +157,50 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
                 chord = None
             improved = res < CHORD_RATE * best
             best = min(best, res)
-            if res < NEWTON_START:
-                if chord is None or not improved:    # a fresh Jacobian, here
-                    chord = _newton_matrix(_b_inverse(Linv), sW, mean, x)
-                if chord is not None:
-                    proposal = _chord_step(chord, x, fx)
-                    if np.all(proposal > 0.0):
-                        x = proposal
-                        continue
-                    chord = None
-            # Anderson on log(nu^2): positive by construction, and the slow regime
-            # (nu^2 growing steadily at large signal variances) is geometric there.
-            proposal = np.exp(accel.step(np.log(np.maximum(x, 1e-300)),
-                                         np.log(np.maximum(fx, 1e-300))))
-            if np.all(np.isfinite(proposal)) and np.all(proposal > 0.0):
-                x = proposal
-            else:
+            x_new = _jj_proposal(accel, chord, x, fx, improved, Linv, mean)
+            chord = x_new[1]
+            trial = evaluate(x_new[0])
+            if trial is None or not trial[1] >= log_z:
+                # An accelerated step that lowers the bound gives way to the EM
+                # step F(x), which cannot lower it.
                 accel.reset()
-                x = fx
+                chord = None
+                x_new = (fx, None)
+                trial = evaluate(fx)
+            x, point = x_new[0], trial
         Binv = _b_inverse(Linv) if compute_gradient else None
         # The bound and the posterior at the last nu (its fixed-point residual is
         # below tol when converged).
-        nu = np.sqrt(x)
-        lam = jj_lambda(nu)
-        log_z = (np.sum(log_expit(nu) - 0.5 * nu + lam * nu * nu) + 0.5 * b @ mean
-                 - np.sum(np.log(np.diag(L))))
-        return Kj, nu, sW, L, Binv, alpha, mean, var, log_z, it, converged
+        sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
+        return Kj, np.sqrt(x), sW, L, Binv, alpha, mean, var, log_z, it, converged
 
     (Kj, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, converged), jitter = \
         with_jitter(K, attempt)
     return _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter,
                    converged, jitter, max_iter, compute_gradient)
+
+
+def _jj_proposal(accel, chord, x, fx, improved, Linv, mean):
+    """The next iterate of the fixed point ``x = F(x)`` (x = nu^2) of the logit
+    bound and the Newton matrix to keep: a chord-Newton step once the residual is
+    below ``NEWTON_START`` (a fresh Jacobian unless the last chord step cut the
+    residual enough), else Anderson's extrapolation in log(nu^2)."""
+    if np.max(np.abs(fx - x) / (1.0 + fx), initial=0.0) < NEWTON_START:
+        if chord is None or not improved:
+            sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
+            chord = _newton_matrix(_b_inverse(Linv), sW, mean, x)
+        if chord is not None:
+            proposal = _chord_step(chord, x, fx)
+            if np.all(proposal > 0.0):
+                return proposal, chord
+    # Anderson on log(nu^2): positive by construction, and the slow regime (nu^2
+    # growing steadily at large signal variances) is geometric there.
+    proposal = np.exp(accel.step(np.log(np.maximum(x, 1e-300)),
+                                 np.log(np.maximum(fx, 1e-300))))
+    if np.all(np.isfinite(proposal)) and np.all(proposal > 0.0):
+        return proposal, None
+    accel.reset()
+    return fx, None
 
 
 def _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, converged,
@@ -206,14 +230,11 @@ def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
     """The probit's Gaussian lower bound (see :func:`vb`): since
     ``(log Phi)'' >= -1``, ``log Phi(z) >= log Phi(nu) + r(nu) (z - nu) - (z - nu)^2
     / 2`` (``r = (log Phi)'``), Gaussian in f with unit precision for every nu.  So
-    ``q = N(Sigma b, Sigma)`` with the fixed ``Sigma = (K^{-1} + I)^{-1}`` (one
-    Cholesky of ``I + K``) and ``b = y (r(nu) + nu)``; the bound is maximised over
-    nu at ``nu = y E_q[f]`` (its derivative is ``(r' + 1)(y m - nu)``, ``r' > -1``),
-    a fixed point of O(n^2) steps (Anderson-accelerated)."""
-    from scipy.special import log_ndtr
-
-    from .._moments import mills
-
+    ``q = N(Sigma b, Sigma)`` with the fixed ``Sigma = (K^{-1} + I)^{-1} = I - B^{-1}``
+    (one Cholesky of ``B = I + K``) and ``b = y (r(nu) + nu)``.  The bound's
+    gradient in nu is ``(1 + r') o u``, ``u = y o E_q[f] - nu``, so its maximum is the
+    root of u; it is found by Newton steps on u with a backtracking line search on
+    the bound itself (:func:`_probit_newton`), so every iterate raises the bound."""
     n = K.shape[0]
     y = np.asarray(y, dtype=np.float64)
     nu = np.zeros(n)
@@ -227,29 +248,75 @@ def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
         q = _gaussian(Kj, sW, np.zeros(n))
         return None if q is None else (Kj, q[0], _b_inverse(q[1]))
 
-    (Kj, L, Binv), jitter = with_jitter(K, attempt)
-    from scipy.linalg import blas
-
-    def mean_of(nu):
-        b = y * mills(nu)[1]                          # y (r(nu) + nu), r = N/Phi
-        alpha = b - blas.dsymv(1.0, Binv, blas.dsymv(1.0, Kj, b, lower=1), lower=1)
-        return b, alpha, blas.dsymv(1.0, Kj, alpha, lower=1)
-
-    accel = _Anderson(ANDERSON_MEMORY)
-    converged = False
-    for it in range(1, int(max_iter) + 1):
-        b, alpha, mean = mean_of(nu)
-        fx = y * mean
-        if np.max(np.abs(fx - nu) / (1.0 + np.abs(fx)), initial=0.0) <= tol:
-            converged = True
-            break
-        nu = accel.step(nu, fx)
-    r = mills(nu)[0]
+    (_, L, Binv), jitter = with_jitter(K, attempt)
+    half_logdet = np.sum(np.log(np.diag(L)))
+    nu, pt, it, converged = _probit_newton(
+        lambda v: _probit_bound(Binv, y, v, half_logdet), Binv, y, nu, tol,
+        int(max_iter))
     var = np.maximum(1.0 - np.diag(Binv), 0.0)        # (1 - diag(B^-1)) / W, W = 1
-    log_z = (np.sum(log_ndtr(nu) - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
-             - np.sum(np.log(np.diag(L))))
-    return _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, it, converged,
-                   jitter, max_iter, compute_gradient)
+    return _result(likelihood, nu, sW, L, Binv, pt["alpha"], pt["mean"], var,
+                   pt["bound"], it, converged, jitter, max_iter, compute_gradient)
+
+
+def _probit_bound(Binv, y, nu, half_logdet):
+    """The probit's lower bound at the tangent points nu, with what the Newton
+    step and the result need: ``bound``, ``u = y o mean - nu``, ``dr = 1 + r'(nu)``
+    (in (0, 1]), ``mean = Sigma b``, ``alpha = K^{-1} mean``."""
+    from scipy.linalg import blas
+    from scipy.special import log_ndtr
+
+    from .._moments import mills
+
+    r, shift = mills(nu)                              # r = N/Phi, shift = nu + r
+    b = y * shift
+    # B = I + K: alpha = K^{-1} Sigma b = B^{-1} b and mean = b - B^{-1} b, free of
+    # the cancellation in b - B^{-1} K b when K is large.
+    alpha = blas.dsymv(1.0, Binv, b, lower=1)
+    mean = b - alpha
+    bound = (np.sum(log_ndtr(nu) - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
+             - half_logdet)
+    return {"bound": bound, "u": y * mean - nu, "dr": 1.0 - r * shift,
+            "mean": mean, "alpha": alpha}
+
+
+def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
+    """Maximise the probit bound over nu from ``nu``: Newton steps on the root of
+    ``u(nu) = y o Sigma b(nu) - nu`` (Jacobian ``Y Sigma Y D - I``, ``D = diag(1 +
+    r')``, ``Sigma = I - B^{-1}``), each an ascent direction of the bound since
+    ``D^{1/2} (I - Y Sigma Y D)`` is similar to the positive definite
+    ``I - D + D^{1/2} Y B^{-1} Y D^{1/2}``; halved until the bound does not fall,
+    and replaced by the EM step ``nu <- y o E_q[f]`` (which cannot lower it) when
+    halving fails.  Returns ``(nu, point, n_iter, converged)``."""
+    from scipy.linalg import lapack
+
+    pt = evaluate(nu)
+    for it in range(1, max_iter + 1):
+        if np.max(np.abs(pt["u"]) / (1.0 + np.abs(nu + pt["u"])), initial=0.0) <= tol:
+            return nu, pt, it, True
+        if it == max_iter:
+            break
+        sdr = np.sqrt(np.maximum(pt["dr"], 1e-12))    # dr > 0, up to rounding
+        sd = sdr * y
+        A = Binv * sd[:, None]
+        A *= sd[None, :]
+        A[np.diag_indices_from(A)] += 1.0 - sdr * sdr
+        LA, info = lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
+        candidates = []
+        if info == 0:
+            step = lapack.dpotrs(LA, sdr * pt["u"], lower=1)[0] / sdr
+            candidates = [step * 0.5 ** k for k in range(HALVINGS)]
+        for step in candidates + [pt["u"]]:           # the EM step last
+            trial = evaluate(nu + step)
+            if trial["bound"] >= pt["bound"]:
+                break
+        else:
+            break                                     # the EM step at rounding level
+        nu, pt = nu + step, trial
+    return nu, pt, it, False
+
+
+#: Halvings of a Newton step for the probit bound tried before the EM step.
+HALVINGS = 8
 
 
 #: Past steps mixed by the Anderson acceleration of the fixed point for nu^2.
