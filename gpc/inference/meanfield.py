@@ -73,13 +73,13 @@ from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack
 from sklearn.exceptions import ConvergenceWarning
 
 from ..posterior import SitePosterior
-from ._base import InferenceResult, register, with_jitter
+from ._base import InferenceResult, register
 
 #: Step halvings tried by the line search before the iteration is declared stalled.
 MAX_HALVINGS = 30
 
 
-@register("mean_field")
+@register("mean_field", lower_bound=True)
 def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
                max_iter=100):
     """Variational ("ensemble learning") mean-field GP classification.
@@ -93,8 +93,10 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
     Parameters
     ----------
     K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-        Needs a Cholesky factorisation (jitter is added when it fails,
-        ``info["jitter"]``): the cavity variances are ``1 / [K^{-1}]_ii``.
+        Must be well conditioned (reciprocal condition number at least
+        ``MIN_RCOND``, 1e-10): the cavity variances are ``1 / [K^{-1}]_ii``, which
+        rounding destroys for a nearly singular K, as smooth kernels on dense
+        inputs without a noise term give.  Such a K raises FloatingPointError.
     y : ndarray of shape (n,), labels in {-1, +1}
     likelihood : Likelihood
         Any likelihood with Gaussian moments: step (the paper's noise-free
@@ -118,7 +120,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         ``state = {"m": m}``; ``info`` holds ``n_iter`` (Newton steps), ``converged``,
         ``stalled`` (stopped because the line search found no improving step),
         ``n_halvings`` (line-search halvings), ``n_negative_w``, ``n_capped_w``
-        (Newton steps whose weights had to be capped, see ``W_CAPS``), ``jitter``,
+        (Newton steps whose weights had to be capped, see ``W_CAPS``), ``jitter`` (0),
         ``mean`` and ``var`` (the marginals of q), ``cavity_var`` (s).
 
     Examples
@@ -133,15 +135,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
     (True, True)
     """
     _check_options(tol, max_iter)
-
-    def attempt(Kj):
-        try:
-            L = cholesky(Kj, lower=True, check_finite=False)
-        except LinAlgError:
-            return None
-        return Kj, L
-
-    (Kj, L), jitter = with_jitter(K, attempt)
+    Kj, L = K, _well_conditioned_factor(K)
     T, info = lapack.dtrtri(L, lower=1)                 # T = L^{-1}
     if info != 0:
         raise FloatingPointError("mean field: inverting the Cholesky factor of K "
@@ -168,7 +162,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         M = A * np.sqrt(s * q)[None, :]
         dK = 0.5 * (np.outer(g, g) + M @ M.T - A)
         dlik = _dlik(likelihood, sol)
-    return _result(sol, likelihood, log_evidence, dK, dlik, jitter, "mean_field",
+    return _result(sol, likelihood, log_evidence, dK, dlik, 0.0, "mean_field",
                    {"cavity_var": s})
 
 
@@ -230,6 +224,32 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
         dlik = _dlik(likelihood, sol)
     return _result(sol, likelihood, log_evidence, dK, dlik, 0.0, "naive_mean_field",
                    {})
+
+
+#: Smallest reciprocal condition number of K (LAPACK ``dpocon``, 1-norm) with which
+#: :func:`mean_field` runs: below it the cavity variances ``1 / [K^{-1}]_ii`` lose
+#: their leading digits to rounding and the free energy its smoothness
+#: (``tests/RELIABILITY.md``).
+MIN_RCOND = 1e-10
+
+
+def _well_conditioned_factor(K):
+    """The Cholesky factor of K, or a FloatingPointError when K is too close to
+    singular for the ensemble free energy to be computed (see ``MIN_RCOND``)."""
+    try:
+        L = cholesky(K, lower=True, check_finite=False)
+        rcond = lapack.dpocon(L, float(np.max(np.sum(np.abs(K), axis=0))),
+                              uplo="L")[0]
+    except LinAlgError:
+        rcond = 0.0
+    if not rcond >= MIN_RCOND:
+        raise FloatingPointError(
+            f"mean field: K is too close to singular (reciprocal condition number "
+            f"{rcond:.1e}, below {MIN_RCOND:g}) for the factorised family, whose "
+            "cavity variances are 1 / [K^-1]_ii: its free energy would be rounding "
+            "noise.  Add a noise term to the kernel (e.g. WhiteKernel), shorten the "
+            "length scales, or choose another method.")
+    return L
 
 
 def _check_options(tol, max_iter):
