@@ -32,10 +32,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 import gpc
 from gpc.inference import get_method
-from gpc.likelihoods import _REGISTRY as LIKELIHOOD_REGISTRY
+from _registry import COMBINATIONS, LIKELIHOODS, options, support
 
-#: Every likelihood that :func:`gpc.get_likelihood` knows by name.
-LIKELIHOODS = sorted(LIKELIHOOD_REGISTRY)
 #: How gpc's own FloatingPointError messages begin (the method's name).
 FLOATING_POINT_PREFIXES = {"Laplace", "EP", "PL", "PL gradient", "mean field",
                            "naive mean field", "mean_field", "naive_mean_field",
@@ -44,31 +42,7 @@ FLOATING_POINT_PREFIXES = {"Laplace", "EP", "PL", "PL gradient", "mean field",
 DLIK_NOT_IMPLEMENTED = {"laplace"}
 
 
-def _variants(method):
-    """The schedules of a method: ``[None]``, or its ``updates`` values."""
-    import inspect
-
-    param = inspect.signature(get_method(method)).parameters.get("updates")
-    return [None] if param is None else ["sequential", "parallel"]
-
-
-def _options(updates):
-    return {} if updates is None else {"updates": updates}
-
-
-def _support(method, updates, likelihood):
-    """None if the pair runs on a trivial problem, else the ValueError's message."""
-    try:
-        gpc.infer(np.eye(2), np.array([-1.0, 1.0]), method=method,
-                  likelihood=likelihood, **_options(updates))
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-COMBINATIONS = [(m, u, lik) for m in gpc.available_methods() for u in _variants(m)
-                for lik in LIKELIHOODS]
-SUPPORT = {c: _support(*c) for c in COMBINATIONS}
+SUPPORT = {c: support(*c) for c in COMBINATIONS}
 
 
 # --- strategies ---------------------------------------------------------------------
@@ -244,7 +218,7 @@ def test_infer_finite_or_documented_error(method, updates, likelihood, problem):
         warnings.simplefilter("always")
         try:
             res = gpc.infer(K, y, method=method, likelihood=likelihood,
-                            **_options(updates))
+                            **options(updates))
         except gpc.NotPositiveDefiniteError as exc:
             event("NotPositiveDefiniteError")
             assert not psd, f"a PSD K was rejected: {exc}"

@@ -46,7 +46,8 @@ class InferenceResult:
     info: dict = field(default_factory=dict)
 
 
-def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False):
+def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
+             lower_bound=False):
     """Decorator adding an inference function to the registry under ``name``.
 
     ``max_iter_option`` names the function's iteration limit (Newton steps, EP
@@ -54,10 +55,13 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     method has none).  ``has_gradient`` says whether it returns ``dK``, which
     evidence maximisation needs.  ``workspace`` says whether it takes a
     ``workspace`` dict of buffers to reuse across calls (see
-    :func:`workspace_array`).
+    :func:`workspace_array`).  ``lower_bound`` says whether its log evidence is a
+    lower bound on the exact one (a variational method), raised by each of its
+    iterations.
     """
 
     def deco(fn):
+        fn.lower_bound = lower_bound
         fn.max_iter_option = max_iter_option
         fn.has_gradient = has_gradient
         fn.accepts_workspace = workspace
