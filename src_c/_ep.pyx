@@ -28,7 +28,7 @@
 #   negative proposals clipped (counted);
 # * a tilted variance that rounds to <= 0 is clipped the same way (counted).
 
-from libc.math cimport exp, fabs, log, sqrt, isfinite, INFINITY, M_PI, NAN
+from libc.math cimport exp, fabs, log, log1p, sqrt, isfinite, INFINITY, M_PI, NAN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
@@ -40,8 +40,8 @@ from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
                    scale_site_inverse, symv_lower)
-from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, Quad, lik_derivs,
-                  lik_gauss_moments)
+from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
+                  lik_derivs, lik_gauss_moments)
 
 
 cdef extern from *:
@@ -866,7 +866,7 @@ cdef double _log_evidence(const Model* md, const double[::1] y, const double* ta
     dlik[0] = 0.0
     n_bad[0] = 0
     if md.rule == RULE_PL:
-        return _pl_log_evidence(md, y, nu, var, mu, L, n, n_bad)
+        return _pl_log_evidence(md, y, tau, nu, var, mu, L, n, n_bad)
     for i in range(n):
         total -= log(L[i + i * n])
         nu_mu += nu[i] * mu[i]
@@ -885,30 +885,29 @@ cdef double _log_evidence(const Model* md, const double[::1] y, const double* ta
     return total + 0.5 * nu_mu - logdet_c
 
 
-cdef double _pl_correction(const Model* md, double yi, double m, double v,
-                           double dy, double dn, double x,
-                           double* sums) noexcept nogil:
-    """log sum_k w_k p(y | f_k) exp(e_k), f_k = m + sqrt(v) x_k, by the rule md.evq:
-    the per-label term of posterior linearisation's evidence (see
-    ``_pl_log_evidence``; dy, dn, x from ``_slr``), e_k = (u_k^2 - u_0^2) / 2 =
-    -dy f_k (2 + dn (f_k - 2 m)) / (2 (1 - x)).
+cdef double _pl_correction(const Model* md, double yi, double m, double v, double tau,
+                           double nu, double* sums) noexcept nogil:
+    """log E[p(y | f) exp(e(f))] under the marginal N(f; m, v), e(f) = tau f^2 / 2 -
+    nu f with the label's site (tau, nu): the per-label term of posterior
+    linearisation's evidence (see ``_pl_log_evidence``).  By the rule md.evq,
+    log sum_k w_k p(y | f_k) exp(e(f_k)) with f_k = m + sqrt(v) x_k; in closed form
+    for the step and the noisy threshold (``_pl_correction_threshold``), whose
+    step-shaped integrand makes a rule's sum jump whenever a node crosses f = 0.
 
     With ``sums`` (5 doubles) and pi_k the normalised terms, also the derivatives
-    with the linearisation held fixed, h'(f) = d log p / df - dy (1 + dn (f - m)) /
-    (1 - x) being the derivative of the log term in f: sums = (dc/dm = sum_k pi_k
-    h'(f_k), dc/dv = sum_k pi_k h'(f_k) x_k / (2 sqrt(v)), E[f] = sum_k pi_k f_k,
-    E[f^2], dc/dpar[0]) -- the last for the noisy threshold's eps (1/eps where
-    y f < 0, -1/(1 - eps) where y f > 0).  Likelihoods that are piecewise constant
-    in f have d log p / df = 0 at every node off 0.  All sums are 0 when every term
-    vanishes (then -inf is returned)."""
+    with the site held fixed, h'(f) = d log p / df + tau f - nu being the derivative
+    of the log term in f: sums = (dc/dm = sum_k pi_k h'(f_k), dc/dv = sum_k pi_k
+    h'(f_k) x_k / (2 sqrt(v)), E[f] = sum_k pi_k f_k, E[f^2], dc/dpar[0]).  All sums
+    are 0 when every term vanishes (then -inf is returned)."""
     cdef const Quad* q = md.evq
     cdef int k
-    cdef double sq = sqrt(v), mx = -INFINITY, acc = 0.0, a, h, f, lp, g1, g2, g3, dl
-    cdef double c = -0.5 * dy / (1.0 - x)
+    cdef double sq = sqrt(v), mx = -INFINITY, acc = 0.0, a, h, f, lp, g1, g2, g3
+    if md.lik == LIK_STEP or md.lik == LIK_NOISY_THRESHOLD:
+        return _pl_correction_threshold(md, yi, m, v, tau, nu, sums)
     for k in range(q.n):
         f = m + sq * q.x[k]
         lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3)
-        a = q.logw[k] + lp + c * f * (2.0 + dn * (f - 2.0 * m))
+        a = q.logw[k] + lp + f * (0.5 * tau * f - nu)
         if a > mx:
             mx = a
     if sums != NULL:
@@ -918,21 +917,16 @@ cdef double _pl_correction(const Model* md, double yi, double m, double v,
         return mx
     for k in range(q.n):
         f = m + sq * q.x[k]
-        if lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3) != 0:
-            g1 = 0.0                     # piecewise constant in f
-        h = exp(q.logw[k] + lp + c * f * (2.0 + dn * (f - 2.0 * m)) - mx)
+        lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3)
+        h = exp(q.logw[k] + lp + f * (0.5 * tau * f - nu) - mx)
         acc += h
         if sums == NULL:
             continue
-        g1 += 2.0 * c * (1.0 + dn * (f - m))
+        g1 += tau * f - nu
         sums[0] += h * g1
         sums[1] += h * g1 * q.x[k]
         sums[2] += h * f
         sums[3] += h * f * f
-        if md.lik == LIK_NOISY_THRESHOLD:
-            dl = yi * f
-            sums[4] += h * (-1.0 / (1.0 - md.par[0]) if dl > 0.0 else (
-                1.0 / md.par[0] if dl < 0.0 else 0.0))
     if sums != NULL:
         for k in range(5):
             sums[k] /= acc
@@ -940,41 +934,108 @@ cdef double _pl_correction(const Model* md, double yi, double m, double v,
     return mx + log(acc)
 
 
-cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double* nu,
-                             const double* var, const double* mu, const double* L,
-                             int n, int* n_bad) noexcept nogil:
+cdef double _pl_correction_threshold(const Model* md, double yi, double m, double v,
+                                     double tau, double nu,
+                                     double* sums) noexcept nogil:
+    """``_pl_correction`` in closed form for p(y|f) = eps + (1 - 2 eps) H(y f) (the
+    noisy threshold; eps = 0: the step).  N(f; m, v) exp(tau f^2 / 2 - nu f) =
+    C N(f; mc, vc), the marginal's cavity: with a = 1 - tau v,
+
+      vc = v / a,   mc = (m - v nu) / a,
+      log C = -log(a) / 2 + (mc^2 / vc - m^2 / v) / 2
+            = -log(a) / 2 + (v nu^2 - 2 m nu + tau m^2) / (2 a),
+
+    so c = log C + log Z(mc, vc), Z = eps + (1 - 2 eps) Phi(zc), zc = y mc / sqrt(vc):
+    EP's evidence term at that cavity (its moments by ``lik_gauss_moments``).  For
+    zc < 0, C Phi(zc) is written as exp(-log(a) / 2 - m^2 / (2 v) + ell(zc)) with
+    ell = log Phi + z^2 / 2 (no cancellation between a large log C and log Phi), and
+    c = log(eps C + (1 - 2 eps) C Phi(zc)).  The derivatives with the site held
+    fixed follow from the Gaussian's, dc/dm = (E[f] - m) / v and dc/dv = ((E[f] -
+    m)^2 + Var f - v) / (2 v^2) under the tilted law N(mc, vc) p(y|f), with
+    E[f] = mc + vc d1 and Var f = vc + vc^2 d2 (d1, d2 the derivatives of log Z in
+    mc): dc/dm = (tau m - nu + d1) / a, dc/dv = ((dc/dm)^2 + tau / a + d2 / a^2) / 2.
+    Unlike a rule's sums they include the step's delta function at f = 0.
+    dc/d eps = d log Z / d eps.  A cavity that is not proper (a <= 0) makes the
+    integral diverge: +inf (sums NaN)."""
+    cdef double eps = md.par[0] if md.lik == LIK_NOISY_THRESHOLD else 0.0
+    cdef double a = 1.0 - tau * v, vc, mc, zc, lc, lz, d1, d2, dpar, a1, a2, c, gm, ef
+    cdef int k
+    if not (a > 0.0):
+        if sums != NULL:
+            for k in range(5):
+                sums[k] = NAN
+        return INFINITY
+    vc = v / a
+    mc = (m - v * nu) / a
+    zc = _clamp(yi * mc / sqrt(vc))
+    lc = -0.5 * log(a) + (v * nu * nu - 2.0 * m * nu + tau * m * m) / (2.0 * a)
+    lik_gauss_moments(md.lik, yi, mc, vc, md.par, md.quad, &lz, &d1, &d2, &dpar)
+    if zc >= 0.0:
+        c = lc + lz
+    else:
+        a1 = log(eps) + lc if eps > 0.0 else -INFINITY
+        a2 = log1p(-2.0 * eps) - 0.5 * log(a) - 0.5 * (m / v) * m + _ell(zc)
+        c = a1 if a1 > a2 else a2
+        if c > -INFINITY:
+            c += log1p(exp(-fabs(a1 - a2)))
+    if sums != NULL:
+        gm = (tau * m - nu + d1) / a
+        ef = m + v * gm
+        sums[0] = gm
+        sums[1] = 0.5 * (gm * gm + tau / a + d2 / (a * a))
+        sums[2] = ef
+        sums[3] = ef * ef + vc + vc * vc * d2
+        sums[4] = dpar
+    return c
+
+
+cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double* tau,
+                             const double* nu, const double* var, const double* mu,
+                             const double* L, int n, int* n_bad) noexcept nogil:
     """Posterior linearisation's log evidence (its paper, eq. 18-19): the exact
     evidence of the linearised model times, for each label, the 1-D correction
-    E[p(y_i|f) / N(y_i; A_i f + b_i, Omega_i)] under the marginal N(mu_i, P_i),
-    by the Gauss-Hermite rule md.evq.  With the site form of the linearised model,
+    E[p(y_i|f) / N(y_i; A_i f + b_i, Omega_i)] under the marginal N(mu_i, P_i).
+    With the site form of the linearised model,
 
       log Z_lin = -log|B|/2 + nu'mu/2 - sum_i [log(2 pi Omega_i) + (y_i - b_i)^2 / Omega_i] / 2,
 
-    and the log(2 pi Omega_i)/2 cancels against the correction's, leaving per label
-    log sum_k w_k p(y | f_k) exp((u_k^2 - u_0^2) / 2) with f_k = mu + sqrt(P) x_k,
-    u_k = (y - b - A f_k) / sqrt(Omega) and u_0 = (y - b) / sqrt(Omega).  In the
-    quantities of ``_slr``, u = rho (1 + d_{-y} (f - mu)) / sqrt(1 - x) with
-    rho^2 = Z_{-y} / Z_y, and since Z_y + Z_{-y} = 1, rho^2 d_{-y} = -d_y: the
-    exponent is -d_y f_k (2 + d_{-y} (f_k - 2 mu)) / (2 (1 - x)), free of rho^2,
-    which overflows where the marginal lies far on the wrong side of the label
-    (each of u_k^2, u_0^2 is then huge; their difference is not).  When x > 1/2
-    the integrand grows faster than the Gaussian weight decays and the correction
-    integral itself diverges; the rule's finite sum is then what the paper's
-    sigma-point estimate computes.  Labels whose SLR is not finite are left out
-    and counted in n_bad.  The Gaussian likelihood is linear: no correction."""
+    the log(2 pi Omega_i)/2 cancels against the correction's, and with u(f) =
+    (y - b - A f) / sqrt(Omega), (u(f)^2 - u(0)^2) / 2 = tau f^2 / 2 - nu f for the
+    site tau = A^2 / Omega, nu = A (y - b) / Omega, so
+
+      log Z = -log|B|/2 + nu'mu/2 + sum_i log E_{N(mu_i, P_i)}[p(y_i|f) exp(tau_i f^2 / 2 - nu_i f)]
+
+    (``_pl_correction``): EP's evidence expression at PL's sites.  The sites are
+    the current ones, equal to the SLR at the marginals at a fixed point; off it
+    (an unconverged run) the value is that of the current sites, and finite:
+    non-negative sites keep every cavity 1/P_i - tau_i proper, whereas the SLR at a
+    marginal can be more precise than the marginal (x >= 1/2 in ``_slr``'s terms,
+    e.g. for the step wherever |mu_i| < 0.81 sqrt(P_i), as in the first sweep),
+    and the integral then diverges.  Labels left out by ``_pl_label_ok`` are
+    counted in n_bad.  The Gaussian likelihood is linear: no correction."""
     cdef int i
-    cdef double total = 0.0, t, v, dy, dn, x
+    cdef double total = 0.0
     n_bad[0] = 0
     for i in range(n):
         total += 0.5 * nu[i] * mu[i] - log(L[i + i * n])
         if md.lik == LIK_GAUSSIAN:
             total -= 0.5 * (log(2.0 * M_PI * md.par[0]) + y[i] * y[i] / md.par[0])
             continue
-        if not _slr(md, y[i], var[i], mu[i], &t, &v, &dy, &dn, &x):
+        if not _pl_label_ok(md, y[i], mu[i], var[i], tau[i]):
             n_bad[0] += 1
             continue
-        total += _pl_correction(md, y[i], mu[i], var[i], dy, dn, x, NULL)
+        total += _pl_correction(md, y[i], mu[i], var[i], tau[i], nu[i], NULL)
     return total
+
+
+cdef inline bint _pl_label_ok(const Model* md, double yi, double m, double v,
+                              double tau) noexcept nogil:
+    """Whether a label enters PL's evidence: its SLR at the marginal is finite
+    and its cavity 1/v - tau proper.  The cavity is proper in exact arithmetic;
+    where a site is far more precise than the prior (a collapsed marginal, seen
+    in unconverged runs at site precisions ~1e12) the rounding of v can hide it."""
+    cdef double t, nu, dy, dn, x
+    return _slr(md, yi, v, m, &t, &nu, &dy, &dn, &x) and tau * v < 1.0
 
 
 cdef int _n_improper_cavities(const double* tau, const double* var, int n) noexcept nogil:
@@ -1523,27 +1584,31 @@ def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,
 def pl_correction_gradients(int lik, const double[::1] par, const double[::1] quad_x,
                             const double[::1] quad_logw, const double[::1] evq_x,
                             const double[::1] evq_logw, const double[::1] y,
-                            const double[::1] mu, const double[::1] var):
-    """Derivatives of posterior linearisation's evidence corrections c_i (see
-    ``_pl_correction``) with the linearisation (``_slr`` at the given marginals)
-    held fixed: (dc/dmu, dc/dP, E[f], E[f^2]) per label under the normalised
-    quadrature terms (E[f] and E[f^2] give the derivatives with respect to the
-    site: d/dnu = -E[f], d/dtau = E[f^2] / 2), and dc/dpar[0] summed over the
-    labels.  Returns (g_mu, g_P, e_f, e_f2, dpar); zeros for the Gaussian
-    likelihood (no correction) and for labels whose SLR is not finite."""
+                            const double[::1] mu, const double[::1] var,
+                            const double[::1] tau, const double[::1] nu):
+    """Posterior linearisation's evidence corrections c_i (``_pl_correction``) at
+    the marginals N(mu_i, var_i) and sites (tau_i, nu_i), as in its evidence, and
+    their derivatives with the sites held fixed: (dc/dmu, dc/dP, E[f], E[f^2]) per
+    label under the tilted law (E[f] and E[f^2] give the derivatives with respect
+    to the site: d/dnu = -E[f], d/dtau = E[f^2] / 2), and dc/dpar[0] summed over
+    the labels.  Returns (g_mu, g_P, e_f, e_f2, dpar, c); zeros for the Gaussian
+    likelihood (no correction) and for the labels left out of the evidence
+    (``_pl_label_ok``)."""
     cdef int n = y.shape[0], i
     cdef Model md
     cdef Quad quad, evq
-    cdef double t, v, dy, dn, x, dpar = 0.0
+    cdef double dpar = 0.0
     cdef double sums[5]
-    if mu.shape[0] != n or var.shape[0] != n:
-        raise ValueError("y, mu and var must have the same length.")
+    if mu.shape[0] != n or var.shape[0] != n or tau.shape[0] != n or nu.shape[0] != n:
+        raise ValueError("y, mu, var, tau and nu must have the same length.")
     if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
         raise ValueError("quadrature nodes and weights differ in length.")
     g_mu = np.zeros(n)
     g_P = np.zeros(n)
     e_f = np.zeros(n)
     e_f2 = np.zeros(n)
+    corr = np.zeros(n)
+    cdef double[::1] cv = corr
     cdef double[::1] gm = g_mu
     cdef double[::1] gp = g_P
     cdef double[::1] ef = e_f
@@ -1551,18 +1616,18 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
     _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw,
                 RULE_PL)
     if lik == LIK_GAUSSIAN or n == 0 or evq.n == 0:
-        return g_mu, g_P, e_f, e_f2, dpar
+        return g_mu, g_P, e_f, e_f2, dpar, corr
     with nogil:
         for i in range(n):
-            if not _slr(&md, y[i], var[i], mu[i], &t, &v, &dy, &dn, &x):
+            if not _pl_label_ok(&md, y[i], mu[i], var[i], tau[i]):
                 continue
-            _pl_correction(&md, y[i], mu[i], var[i], dy, dn, x, sums)
+            cv[i] = _pl_correction(&md, y[i], mu[i], var[i], tau[i], nu[i], sums)
             gm[i] = sums[0]
             gp[i] = sums[1]
             ef[i] = sums[2]
             ef2[i] = sums[3]
             dpar += sums[4]
-    return g_mu, g_P, e_f, e_f2, dpar
+    return g_mu, g_P, e_f, e_f2, dpar, corr
 
 
 def pl_sites(int lik, const double[::1] par, const double[::1] quad_x,

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import integrate
+from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 from sklearn.exceptions import ConvergenceWarning
 
@@ -77,14 +78,22 @@ def test_log_evidence_matches_the_papers_formula_written_out(lik):
     ytil = (y - b) / A
     log_zlin = (multivariate_normal(np.zeros(12), K + np.diag(Om / A ** 2))
                 .logpdf(ytil) - np.log(np.abs(A)).sum())
+    # The step-shaped likelihoods have the exact integral (adaptive quadrature).
     u, w = hermegauss(10)
     w = w / np.sqrt(2 * np.pi)
     corr = 0.0
     for i in range(12):
-        f = mu[i] + np.sqrt(var[i]) * u
-        dens = np.exp(-0.5 * (y[i] - A[i] * f - b[i]) ** 2 / Om[i]) / np.sqrt(
-            2 * np.pi * Om[i])
-        corr += np.log(np.sum(w * p_lik(lik, y[i], f) / dens))
+        def ratio(f):
+            dens = np.exp(-0.5 * (y[i] - A[i] * f - b[i]) ** 2 / Om[i]) / np.sqrt(
+                2 * np.pi * Om[i])
+            return p_lik(lik, y[i], f) / dens
+        if lik in ("probit", "logit"):
+            corr += np.log(np.sum(w * ratio(mu[i] + np.sqrt(var[i]) * u)))
+        else:
+            corr += np.log(integrate.quad(
+                lambda u: ratio(mu[i] + np.sqrt(var[i]) * u) * np.exp(-0.5 * u * u),
+                -40, 40, points=[-mu[i] / np.sqrt(var[i])], epsabs=0, epsrel=1e-12,
+                limit=200)[0] / np.sqrt(2 * np.pi))
     assert res.log_evidence == pytest.approx(log_zlin + corr, abs=1e-7)
 
 
@@ -336,3 +345,157 @@ def test_pl_rejects_regression_likelihoods_it_cannot_linearise(likelihood):
     with pytest.raises(ValueError, match="method='pl'"):
         gpc.infer(K, [-1.2, -0.8, 1.1, -1.0, 0.9, 1.3], method="pl",
                   likelihood=likelihood)
+
+
+# --- The step and the noisy threshold: the correction in closed form ------------
+
+def threshold_correction(eps, y, m, v, tau, nu):
+    """gpc's correction c = log E_{N(m, v)}[p(y|f) exp(tau f^2 / 2 - nu f)] and its
+    sums (dc/dm, dc/dv, E[f], E[f^2], dc/d eps) for one label."""
+    lik = lik_obj("step") if eps == 0 else NoisyThreshold(eps)
+    lik = gpc.likelihoods.get_likelihood(lik)
+    arr = lambda a: np.array([float(a)])  # noqa: E731
+    none = np.zeros(1)
+    g_mu, g_P, e_f, e_f2, dpar, c = gpc._ep.pl_correction_gradients(
+        lik.code, np.asarray(lik.params, float), np.asarray(lik.quad_x, float),
+        np.asarray(lik.quad_logw, float), none, none, arr(y), arr(m), arr(v),
+        arr(tau), arr(nu))
+    return c[0], np.array([g_mu[0], g_P[0], e_f[0], e_f2[0], dpar])
+
+
+def correction_by_quad(eps, y, m, v, tau, nu, h=lambda f: 1.0):
+    """log |int N(f; m, v) p(y|f) exp(tau f^2 / 2 - nu f) h(f) df| and its sign, each
+    half line by adaptive quadrature around its own largest integrand."""
+    a = 1 / v - tau
+    mc, sc = (m / v - nu) / a, 1 / np.sqrt(a)
+    log_g = lambda f: (-0.5 * (f - m) ** 2 / v - 0.5 * np.log(2 * np.pi * v)  # noqa
+                       + 0.5 * tau * f * f - nu * f)
+    logs, signs = [], []
+    for side in (1.0, -1.0):                       # the half line side * f > 0
+        weight = 1 - eps if y * side > 0 else eps
+        peak = mc if mc * side > 0 else 0.0
+        lo, hi = sorted([side * max(0.0, side * mc - 40 * sc),
+                         side * (max(0.0, side * mc) + 40 * sc)])
+        val = integrate.quad(lambda f: np.exp(log_g(f) - log_g(peak)) * h(f), lo, hi,
+                             epsabs=0, epsrel=1e-13, limit=400)[0]
+        if weight > 0 and val != 0:
+            logs.append(np.log(weight * abs(val)) + log_g(peak))
+            signs.append(np.sign(val))
+    return logsumexp(logs, b=signs, return_sign=True)
+
+
+# (y, m, v) with the marginal near, on and far on either side of the step, and the
+# site at the linearisation there or elsewhere (any proper cavity).
+THRESHOLD_CASES = [(1, 0.3, 1.0, 0.2, 0.1), (1, -0.5, 2.0, 0.3, -0.4),
+                   (-1, 2.0, 0.5, 1.5, 3.0), (1, -3.0, 1.0, 0.0, 0.0),
+                   (1, -8.0, 1.0, 0.05, -8.0), (-1, 10.0, 0.3, 2.0, 10.0),
+                   (1, 1e-3, 1e-2, 90.0, 5.0), (1, -30.0, 1.0, 0.0, -30.0),
+                   (-1, 1.2, 5.0, 0.19, -0.5), (1, 0.0, 1.0, 0.99, 0.0)]
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-6, 0.01, np.exp(-1.76333), 0.3, 0.5])
+@pytest.mark.parametrize("y, m, v, tau, nu", THRESHOLD_CASES)
+def test_threshold_correction_is_the_integral(eps, y, m, v, tau, nu):
+    c, sums = threshold_correction(eps, y, m, v, tau, nu)
+    ref, _ = correction_by_quad(eps, y, m, v, tau, nu)
+    assert c == pytest.approx(ref, rel=1e-12, abs=1e-12)
+    # The tilted law's first two moments.
+    lf, sf = correction_by_quad(eps, y, m, v, tau, nu, lambda f: f)
+    lf2, _ = correction_by_quad(eps, y, m, v, tau, nu, lambda f: f * f)
+    assert sums[2] == pytest.approx(sf * np.exp(lf - ref), rel=1e-10, abs=1e-12)
+    assert sums[3] == pytest.approx(np.exp(lf2 - ref), rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.01, np.exp(-1.76333), 0.3])
+@pytest.mark.parametrize("y, m, v, tau, nu", THRESHOLD_CASES)
+def test_threshold_correction_derivatives_are_finite_differences(eps, y, m, v, tau,
+                                                                   nu):
+    # Central differences of the integral (by quadrature) with the site fixed:
+    # the closed form's derivatives include the step's delta function at f = 0.
+    c, sums = threshold_correction(eps, y, m, v, tau, nu)
+
+    def ref(m=m, v=v, eps=eps):
+        return correction_by_quad(eps, y, m, v, tau, nu)[0]
+
+    a = 1 - tau * v                       # steps small next to the cavity's scale
+    hm, hv = 1e-4 * a * np.sqrt(v), 1e-4 * a * v
+    dm = (ref(m=m + hm) - ref(m=m - hm)) / (2 * hm)
+    dv = (ref(v=v + hv) - ref(v=v - hv)) / (2 * hv)
+    assert sums[0] == pytest.approx(dm, rel=1e-6, abs=1e-7 / np.sqrt(v))
+    assert sums[1] == pytest.approx(dv, rel=1e-6, abs=1e-7 / v)
+    assert np.isfinite(c)
+    if 0 < eps:
+        he = 1e-4 * eps
+        de = (ref(eps=eps + he) - ref(eps=eps - he)) / (2 * he)
+        assert sums[4] == pytest.approx(de, rel=1e-6, abs=1e-8 / eps)
+    else:
+        assert sums[4] == 0.0
+
+
+def _toy():
+    """scikit-learn's test data (tests/test_gpc.py)."""
+    X = np.linspace(0, 10, 30)[:, None]
+    return X, np.where(np.sin(X[:, 0]) > 0, 1.0, -1.0)
+
+
+def _toy_evidence(log_ell, eps=np.exp(-1.76333), **kw):
+    X, y = _toy()
+    K = np.asfortranarray(np.exp(-0.5 * (X - X.T) ** 2 / np.exp(2 * log_ell)))
+    return gpc.infer(K, y, method="pl", likelihood=NoisyThreshold(eps), tol=1e-12,
+                     max_sweeps=2000, **kw)
+
+
+def test_noisy_threshold_evidence_is_smooth_in_the_length_scale():
+    # Issue 26: with the Gauss-Hermite rule the evidence jumped (by 0.14 at log
+    # length scales 0.7175 and 0.79 here) as nodes crossed f = 0.  On a grid of step
+    # h the second differences of a smooth function are h^2 f'': bounded by 50 h^2
+    # (|f''| is about 8 here), where a jump J gives J.
+    grid = np.linspace(0.68, 0.80, 97)
+    h = grid[1] - grid[0]
+    ev = np.array([_toy_evidence(t, compute_gradient=False).log_evidence
+                   for t in grid])
+    assert np.abs(np.diff(ev, 2)).max() < 50 * h * h
+    pair = [_toy_evidence(t, compute_gradient=False).log_evidence
+            for t in (0.68125, 0.6815)]
+    assert abs(pair[1] - pair[0]) < 1e-3
+
+
+@pytest.mark.parametrize("log_ell", [np.log(0.3), 0.0, 0.68125, 1.5, np.log(10)])
+def test_noisy_threshold_gradient_is_the_evidence_derivative(log_ell):
+    # Richardson-extrapolated central differences in the log length scale and
+    # central differences in eps.
+    eps = np.exp(-1.76333)
+    X, _ = _toy()
+    res = _toy_evidence(log_ell)
+    assert res.info["converged"]
+    D2 = (X - X.T) ** 2 / np.exp(2 * log_ell)
+    analytic = np.sum(res.dK * np.exp(-0.5 * D2) * D2)
+
+    def cd(h):
+        return (_toy_evidence(log_ell + h, compute_gradient=False).log_evidence
+                - _toy_evidence(log_ell - h, compute_gradient=False).log_evidence) / (
+                    2 * h)
+
+    fd = (4 * cd(5e-5) - cd(1e-4)) / 3
+    assert analytic == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    he = 1e-6
+    fd_eps = (_toy_evidence(log_ell, eps + he, compute_gradient=False).log_evidence
+              - _toy_evidence(log_ell, eps - he, compute_gradient=False).log_evidence
+              ) / (2 * he)
+    assert res.dlik[0] == pytest.approx(fd_eps, rel=1e-6)
+
+
+def test_noisy_threshold_fit_takes_few_evaluations():
+    # Issue 26: with the evidence jumping, L-BFGS-B needed thousands of evaluations
+    # (130 on this fit before the closed form); with a smooth evidence and its exact
+    # gradient, two hyperparameters take some twenty.
+    from sklearn.gaussian_process.kernels import RBF
+    X, y = _toy()
+    clf = gpc.GaussianProcessClassifier(RBF(1.0), method="pl",
+                                        likelihood="noisy_threshold").fit(X, y)
+    opt = clf.base_estimator_.optimizer_result_
+    assert opt.n_evaluations < 100
+    # The length scale is interior: the evidence is stationary in it there.
+    res = _toy_evidence(opt.theta[0], np.exp(opt.theta[1]))
+    D2 = (X - X.T) ** 2 / np.exp(2 * opt.theta[0])
+    assert abs(np.sum(res.dK * np.exp(-0.5 * D2) * D2)) < 1e-3

@@ -274,7 +274,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                       f"{max_sweeps}, {updates}); the evidence and its gradient are "
                       "approximate.", ConvergenceWarning, stacklevel=4)
     if n_bad:
-        what = "an improper cavity" if name == "EP" else "non-finite moments"
+        what = ("an improper cavity" if name == "EP" else
+                "non-finite moments or an improper cavity (rounding)")
         warnings.warn(f"{name}: {n_bad} site(s) have {what} at the end; they are "
                       "left out of the log evidence.", RuntimeWarning, stacklevel=4)
     if compute_gradient and n_clip_last:

@@ -71,18 +71,22 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
         it whenever the largest site change grows).
     evidence_order : int, default=10
         Order of the Gauss-Hermite rule of the evidence correction (paper eq.
-        18-19): ``log Z ~ log Z_lin + sum_i log E[p(y_i|f) / N(y_i; A_i f + b_i,
-        Omega_i)]`` under ``N(mu_i, P_i)``; 10 as in the paper.  Where
-        ``x_i > 1/2`` the integral itself diverges (the integrand outgrows the
-        Gaussian weight) and the estimate is the rule's finite sum, as in the
-        paper; it then grows with the order.
+        18-19), ``log Z ~ log Z_lin + sum_i log E[p(y_i|f) / N(y_i; A_i f + b_i,
+        Omega_i)]`` under ``N(mu_i, P_i)``, for the probit and the logit; 10 as
+        in the paper.  The step and the noisy threshold, whose step-shaped
+        integrand would make the rule's sum (and so the evidence) jump as the
+        hyperparameters move a node across ``f = 0``, have the exact integral
+        instead, and ignore it.  The correction is taken at the current sites:
+        it equals EP's evidence expression at PL's sites and is finite also for an
+        unconverged run (every cavity is proper).
 
     Returns
     -------
     InferenceResult
         ``posterior`` (site form), ``log_evidence`` (the estimate above),
         ``state = {"tau", "nu"}`` and ``info`` as for EP (``method="pl"``;
-        ``n_improper_final`` counts labels whose SLR moments were not finite).
+        ``n_improper_final`` counts labels left out of the evidence: their SLR
+        moments were not finite, or rounding made their cavity improper).
 
     Examples
     --------
@@ -125,7 +129,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
 
     The evidence is E = Psi(K; s) + sum_i q_i(m_i; s_i): Psi the log partition
     function of the Gaussian sites s = (tau, nu), q_i = log E_{N(m_i)}[p(y_i|f)
-    exp(-nu_i f + tau_i f^2 / 2)] (the correction, by the Gauss-Hermite rule), at the
+    exp(-nu_i f + tau_i f^2 / 2)] (the correction, see ``evidence_order``), at the
     marginals m = (mu, P) = M(K, s) of the sites, which are the fixed point
     s = F(m) of the statistical linear regression F.  With the adjoint lambda of
     (I - M_s^T F'^T) lambda = (dE/ds)^T, dE/dK = Psi_K + w^T M_K with the marginal
@@ -147,8 +151,9 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     ex, elogw = evidence_rule
     par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
     qx, qw = likelihood.quad_x, likelihood.quad_logw
-    g_mu, g_P, e_f, e_f2, dpar = _ep.pl_correction_gradients(
-        likelihood.code, par, qx, qw, ex, elogw, y, mu, var)
+    tau = S * S                           # the sites; nu = (K^{-1} + T) mu below
+    g_mu, g_P, e_f, e_f2, dpar, _ = _ep.pl_correction_gradients(
+        likelihood.code, par, qx, qw, ex, elogw, y, mu, var, tau, b + tau * mu)
     U = _blas.dsymm(1.0, K, R, side=0, lower=0)          # K R
     Sigma = K - _blas.dgemm(1.0, U, K)                    # K - K R K
     Sigma2 = Sigma * Sigma
