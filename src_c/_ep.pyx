@@ -42,6 +42,7 @@ from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
                    scale_site_inverse, symv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
+from _signals cimport SIGNAL_BLOCK, check_signals
 
 
 cdef extern from *:
@@ -1148,6 +1149,10 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     n_sweeps counts the sweeps followed by a factorisation.  On return L = chol(B),
     S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean weights), mu and var the
     marginal means and variances at the final sites.
+
+    Signal handlers get their turn (``check_signals``) every SIGNAL_BLOCK sites of
+    a sequential sweep and before every parallel step and retried factorisation:
+    a KeyboardInterrupt leaves with tau, nu, L, b, S, mu and var part-updated.
     """
     cdef int n = K.shape[0]
     cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0, n_inner = 0
@@ -1163,7 +1168,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     cdef double chord_scale = 1.0, best_change = INFINITY
     cdef int n_stalled = -1
     cdef double logz = 0.0, logz_old = INFINITY, change = INFINITY, change_old = INFINITY
-    cdef double dlik0 = 0.0
+    cdef double dlik0 = 0.0, next_check = 0.0
     cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
     cdef double *Linv = NULL
     cdef double *own_linv = NULL
@@ -1287,6 +1292,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
                                      n, &dlik0, &n_bad)
             while parallel and status == ST_OK:
+                check_signals(&next_check)
                 counts[0] = 0; counts[1] = 0; counts[2] = 0
                 change = _propose(&md, y, taup, nup, &var[0], &mu[0], n, False, tnew,
                                   nnew, counts)
@@ -1427,6 +1433,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                     # without acceleration, then with less damping, then with the
                     # negative proposals clipped (a proper posterior).
                     n_reject += 1
+                    check_signals(&next_check)   # before its next factorisation
                     memcpy(taup, tau_old, n * sizeof(double))
                     memcpy(nup, nu_old, n * sizeof(double))
                     memcpy(&var[0], var_old, n * sizeof(double))
@@ -1463,6 +1470,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 for i in range(n):
                     n_neg += taup[i] < 0.0
                 for k in range(n):
+                    if k % SIGNAL_BLOCK == 0:    # O(n^2) per site
+                        check_signals(&next_check)
                     i = orders[sweep, k]
                     sii = Sigma[i + i * n]
                     mui = mu[i]

@@ -15,6 +15,7 @@ from libc.stdlib cimport malloc, free
 from _blas cimport (chol_site_matrix, chol_solve_lower, fill_site_dK,
                     scale_site_inverse, site_inverse, symv_lower, dot)
 from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN
+from _signals cimport check_signals
 
 # Status codes returned by newton_mode (read from Python as _laplace.STATUS_*).
 cdef enum:
@@ -115,6 +116,9 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     tol : converged when a Newton step changes f by at most tol * (1 + max|f|).
     max_iter : maximum number of Newton steps.
 
+    Signal handlers get their turn (``check_signals``) before every Newton step: a
+    KeyboardInterrupt leaves alpha, f, sW and L part-updated.
+
     Returns
     -------
     (status, n_iter, converged, psi, sum_log_diag_L, n_halvings)
@@ -124,7 +128,7 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     cdef bint done = False, converged = False, last_full = False
     cdef double sum_lp, psi_old, psi_new, psi0, t, delta, delta_prev = INFINITY
     cdef double err, err_new
-    cdef double logdet = 0.0
+    cdef double logdet = 0.0, next_check = 0.0
     cdef double* work = NULL
     cdef double* d1
     cdef double* w
@@ -172,6 +176,7 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
             if not isfinite(psi_old):
                 status = ST_NONFINITE
             while status == ST_OK:
+                check_signals(&next_check)   # one O(n^3) factorisation per step
                 status = _derivs_at(lik, y, fp, parp, n, d1, w, &sum_lp)
                 if status != ST_OK:
                     break

@@ -42,6 +42,7 @@ from libc.string cimport memset
 
 from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymm, dsyr, dsyrk, dtrsm
 from _lik cimport Quad, lik_gauss_moments, lik_n_params
+from _signals cimport check_signals
 
 
 cdef enum:
@@ -185,13 +186,16 @@ cdef int _sweep(const double* K, const double* y, int lik, const double* par,
                 const Quad* quad, double* alpha, double* C, int n, const int* order,
                 Py_ssize_t start, Py_ssize_t stop, int* t_active, double* logz_out,
                 double* sum_logz, double* sum_dpar, Py_ssize_t* n_done,
-                Work* w) noexcept nogil:
+                Work* w) except -1 nogil:
+    """Process order[start:stop] block by block (see the header); returns a status,
+    or -1 with an exception set when a signal handler raised between blocks."""
     cdef int i, l, r, j, nb, t0, T, Tdone, st = ST_OK, b = w.b
     cdef Py_ssize_t p0 = start, p
-    cdef double d, m, v, kjj, scale, logZ, dlogZ, d2logZ, dpar
+    cdef double d, m, v, kjj, scale, logZ, dlogZ, d2logZ, dpar, next_check = 0.0
     cdef double* Dcol
     n_done[0] = 0
     while p0 < stop:
+        check_signals(&next_check)
         nb = b if stop - p0 > b else <int> (stop - p0)
         t0 = t_active[0]
         T = t0
@@ -266,6 +270,8 @@ def adf_sweep(const double[::1, :] K, const double[::1] y, int lik, const double
     the example before its update) of the example at position p of ``order``.
     ``block``: examples per block of delayed updates (any size >= 1 gives the same
     result up to rounding).
+    Signal handlers get their turn (``check_signals``) before every block: a
+    KeyboardInterrupt leaves alpha and C with the blocks before it applied.
 
     Returns ``(status, n_done, t_active, sum_logz, sum_dpar)``: STATUS_OK, or the
     error status of the example at position ``start + n_done``, which is left
@@ -309,10 +315,13 @@ def adf_sweep(const double[::1, :] K, const double[::1] y, int lik, const double
         block = <int> (m - start)
     if _work_init(&w, n, block) != 0:
         raise MemoryError()
-    with nogil:
-        st = _sweep(&K[0, 0], &y[0], lik, &par[0] if par.shape[0] > 0 else &dummy_par,
-                    &quad, &alpha[0], &C[0, 0], n, &order[0], start, m, &t_active,
-                    &logz_out[0], &sum_logz, &sum_dpar, &n_done, &w)
+    try:
+        with nogil:
+            st = _sweep(&K[0, 0], &y[0], lik,
+                        &par[0] if par.shape[0] > 0 else &dummy_par, &quad, &alpha[0],
+                        &C[0, 0], n, &order[0], start, m, &t_active, &logz_out[0],
+                        &sum_logz, &sum_dpar, &n_done, &w)
+    finally:
         _work_free(&w)
     return st, n_done, t_active, sum_logz, sum_dpar
 

@@ -46,6 +46,7 @@ from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 from scipy.linalg.cython_blas cimport dsymv, dsyr, dsyr2, ddot, dtrsv
 from _lik cimport Quad, lik_gauss_moments, lik_n_params
+from _signals cimport SIGNAL_BLOCK, check_signals
 
 
 cdef enum:
@@ -169,11 +170,13 @@ cdef int _online(const double* Kbx, int d0, const double* Kxx, const double* kdi
                  double* L, double* dq, int* src, int* d_io, int ld, int max_basis,
                  double tol,
                  double* logz, double* tau, double* nu, int* joined, int* n_done,
-                 long* counts, double* work) noexcept nogil:
-    """Process the B examples of a chunk in turn (see the header)."""
+                 long* counts, double* work) except -1 nogil:
+    """Process the B examples of a chunk in turn (see the header); -1 with an
+    exception set when a signal handler raised (checked every SIGNAL_BLOCK
+    examples)."""
     cdef int j, i, t, d = d_io[0], worst
     cdef double kstar, m, s2, gamma, vu, lz, q, r, dp, den, score, best
-    cdef double tr_k = 0.0, tr_q = 0.0, e2
+    cdef double tr_k = 0.0, tr_q = 0.0, e2, next_check = 0.0
     cdef double* k = work
     cdef double* Ck = work + ld
     cdef double* e = work + 2 * ld
@@ -185,6 +188,8 @@ cdef int _online(const double* Kbx, int d0, const double* Kxx, const double* kdi
         for t in range(i + 1):
             tr_k += L[i + <size_t> t * ld] * L[i + <size_t> t * ld]
     for j in range(B):
+        if j % SIGNAL_BLOCK == 0:
+            check_signals(&next_check)
         kstar = kdiag[j]
         for i in range(d):
             t = src[i]
@@ -326,6 +331,8 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
     An example whose predictive moments are not finite (zero predictive
     probability) is skipped: no update, site 0, its log Z (-inf or NaN) in ``logz``.
 
+    A KeyboardInterrupt (``check_signals``) leaves the state part-updated.
+
     Returns ``(status, n_done, d, n_projected, n_joined, n_removed, n_skipped)``;
     status NONFINITE when the state itself broke down (non-finite predictive mean
     or variance; example ``n_done`` not processed).
@@ -356,28 +363,35 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
     work = <double*> malloc(6 * <size_t> ld * sizeof(double))
     if work == NULL:
         raise MemoryError()
-    with nogil:
-        st = _online(&Kbx[0, 0] if d0 > 0 else NULL, d0, &Kxx[0, 0], &kdiag[0], &y[0],
-                     B, &md, &alpha[0], &C[0, 0], &L[0, 0], &diag_q[0], &src[0], &d, ld,
-                     max_basis, tol, &logz[0], &tau[0], &nu[0], &joined[0], &n_done,
-                     counts, work)
-    free(work)
+    try:
+        with nogil:
+            st = _online(&Kbx[0, 0] if d0 > 0 else NULL, d0, &Kxx[0, 0], &kdiag[0],
+                         &y[0], B, &md, &alpha[0], &C[0, 0], &L[0, 0], &diag_q[0],
+                         &src[0], &d, ld, max_basis, tol, &logz[0], &tau[0], &nu[0],
+                         &joined[0], &n_done, counts, work)
+    finally:
+        free(work)
     return st, n_done, d, counts[0], counts[1], counts[2], counts[3]
 
 
 cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
              const Model* md, double* mu, double* S, const double* L, int d, int ld,
              double* tau, double* nu, double damping, long* counts, double* change,
-             double* work) noexcept nogil:
+             double* work) except -1 nogil:
     """One EP pass over a chunk with the BV set fixed (see gpc/sparse.py), on the
     posterior N(mu, S) of f(BV): the marginal of u = p'f(BV), p = Q k, is
-    N(p'mu, p'S p) with no cancellation (the (alpha, C) form would subtract Q)."""
+    N(p'mu, p'S p) with no cancellation (the (alpha, C) form would subtract Q).
+    -1 with an exception set when a signal handler raised (checked every
+    SIGNAL_BLOCK examples)."""
     cdef int j, i
     cdef double m, vu, gamma, tc, vc, mc, lz, g, h, dp, v1, m1, tn, nn, dt, dn, den
+    cdef double next_check = 0.0
     cdef double* k
     cdef double* s = work
     cdef double* e = work + ld
     for j in range(B):
+        if j % SIGNAL_BLOCK == 0:
+            check_signals(&next_check)
         k = <double*> Kbx + <size_t> j * d
         for i in range(d):
             e[i] = k[i]
@@ -442,6 +456,8 @@ def ep_chunk(const double[::1, :] Kbx, const double[::1] kdiag, const double[::1
     triangle) and ``mu`` hold the posterior of f(BV) (capacity as L);
     ``tau``/``nu``: the chunk's sites (updated).
 
+    A KeyboardInterrupt (``check_signals``) leaves them part-updated.
+
     Returns ``(status, n_skipped_cavity, n_skipped_update, max_change)``.
     """
     cdef int B = kdiag.shape[0], ld = S.shape[0], st
@@ -465,8 +481,10 @@ def ep_chunk(const double[::1, :] Kbx, const double[::1] kdiag, const double[::1
     work = <double*> malloc(2 * <size_t> ld * sizeof(double))
     if work == NULL:
         raise MemoryError()
-    with nogil:
-        st = _ep(&Kbx[0, 0], &kdiag[0], &y[0], B, &md, &mu[0], &S[0, 0], &L[0, 0],
-                 d, ld, &tau[0], &nu[0], damping, counts, &change, work)
-    free(work)
+    try:
+        with nogil:
+            st = _ep(&Kbx[0, 0], &kdiag[0], &y[0], B, &md, &mu[0], &S[0, 0], &L[0, 0],
+                     d, ld, &tau[0], &nu[0], damping, counts, &change, work)
+    finally:
+        free(work)
     return st, counts[0], counts[1], change
