@@ -1,5 +1,6 @@
 """Input checks shared by the K-level API and the estimators."""
 
+import numbers
 import os
 
 import numpy as np
@@ -13,6 +14,55 @@ class NotPositiveDefiniteError(np.linalg.LinAlgError, ValueError):
     Subclasses both :class:`numpy.linalg.LinAlgError` and :class:`ValueError`, so
     either may be caught.
     """
+
+
+def is_integer(value):
+    """Whether ``value`` is an integer (Python's or NumPy's), not a bool."""
+    return (isinstance(value, numbers.Integral)
+            and not isinstance(value, (bool, np.bool_)))
+
+
+def is_real(value):
+    """Whether ``value`` is a real number (integers included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_integer(value, name, low):
+    """Refuse ``value`` unless it is an integer >= ``low``.
+
+    Raises
+    ------
+    TypeError
+        If it is not an integer (a float such as 1.5 or 2.0 included).
+    ValueError
+        If it is below ``low``.
+    """
+    if not is_integer(value):
+        raise TypeError(f"{name} must be an integer >= {low}, got {value!r}.")
+    if value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+
+
+def check_real(value, name, low=-np.inf, high=np.inf, low_open=False, high_open=False):
+    """Refuse ``value`` unless it is a finite real number in the interval from
+    ``low`` to ``high`` (each end closed unless ``low_open`` / ``high_open``).
+
+    Raises
+    ------
+    TypeError
+        If it is not a real number.
+    ValueError
+        If it is not finite or lies outside the interval.
+    """
+    close = ")" if high_open or high == np.inf else "]"
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{close}"
+    if not is_real(value):
+        raise TypeError(f"{name} must be a real number in {interval}, got {value!r}.")
+    inside = ((value > low if low_open else value >= low)
+              and (value < high if high_open else value <= high))
+    if not (np.isfinite(value) and inside):
+        raise ValueError(f"{name} must be a finite number in {interval}, got "
+                         f"{value!r}.")
 
 
 def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):

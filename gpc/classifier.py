@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import NotPositiveDefiniteError, check_full_fit_memory
 from .inference import get_method
-from .inference._base import check_kernel_psd
+from .inference._base import check_kernel_psd, check_options
 from .kernels import as_kernel
 from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
@@ -67,14 +67,18 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         check_full_fit_memory(n, f"GaussianProcessClassifier(method={self.method!r})")
 
     def _inference_options(self):
-        options = dict(self.inference_options or {})
+        """``inference_options`` checked, with the method's iteration limit set
+        from ``max_iter_predict`` unless they give it."""
+        options = check_options(self.method, self.inference_options,
+                                reserved=("workspace", "resume"))
         option = get_method(self.method).max_iter_option
         if option is not None:
-            options[option] = int(self.max_iter_predict)
+            options.setdefault(option, self.max_iter_predict)
         return options
 
     def _setup(self):
-        """Validated (fresh kernel, likelihood, inference function)."""
+        """Validated (fresh kernel, likelihood, inference function); the inference
+        options are checked too."""
         kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
         likelihood = get_likelihood(self.likelihood)
         if not likelihood.is_classification:
@@ -86,6 +90,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                 and self.max_iter_predict >= 1):
             raise ValueError(f"max_iter_predict must be a positive integer, got "
                              f"{self.max_iter_predict!r}.")
+        self._inference_options()
         return kernel, likelihood, fn
 
     def fit(self, X, y):
@@ -351,7 +356,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Extra optimiser starts drawn uniformly within the log-bounds.
     max_iter_predict : int, default=100
         Maximum number of iterations of the inference (Newton steps for Laplace
-        and the mean fields, sweeps for EP and PL).
+        and the mean fields, sweeps for EP and PL).  An iteration limit given in
+        ``inference_options`` (``max_iter``, or ``max_sweeps`` for EP and PL)
+        takes precedence.
     warm_start : bool, default=False
         Start the inference of a refit on the same data from the previous fit's state.
         (Within one fit, evaluations are always warm-started.)
@@ -381,7 +388,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         holds the fitted values.
     inference_options : dict, default=None
         Further options of the inference method, e.g.
-        ``{"updates": "parallel"}`` for EP (see :func:`gpc.infer`).
+        ``{"updates": "parallel"}`` for EP: the keyword arguments of its function
+        in :mod:`gpc.inference` (see :func:`gpc.infer`).  ``fit`` refuses an
+        option the method does not have (ValueError) or a value of another type
+        than its default's (TypeError).
     priors : dict or sequence, default=None
         Priors on log-hyperparameters added to the optimised objective: a dict
         mapping hyperparameter names (e.g. ``"k2__length_scale"``) to

@@ -327,3 +327,37 @@ def test_objective_gradient_in_log_eps_matches_finite_differences():
         e[k] = h
         fd = (obj(theta + e)[0] - obj(theta - e)[0]) / (2 * h)
         assert grad[k] == pytest.approx(fd, rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.parametrize("params, error, match", [
+    (dict(inference_options={"tol": "abc"}), TypeError,
+     "option 'tol' of method='laplace' must be a real number"),
+    (dict(inference_options="tol=1"), TypeError, "must be a dict"),
+    (dict(inference_options={"updates": "parallel"}), ValueError,
+     "'updates' is not an option of method='laplace'"),
+    (dict(inference_options={"workspace": {}}), ValueError,
+     "'workspace' is not an option"),
+    (dict(inference_options={"max_iter": -5}), ValueError,
+     "max_iter must be an integer >= 0"),
+])
+def test_bad_inference_options_are_refused_at_fit_and_named(params, error, match):
+    # Issue 26: these failed later with a message that did not name them
+    # ("ufunc 'isfinite' not supported", "dictionary update sequence element
+    # #0"), or were overridden by max_iter_predict.
+    X, y = binary_data(30, 2)
+    params = {"kernel": C(1.0) * RBF(1.0), **params}
+    with pytest.raises(error, match=match):
+        GaussianProcessClassifier(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("method, option, info", [("laplace", "max_iter", "n_iter"),
+                                                  ("ep", "max_sweeps", "n_sweeps")])
+def test_an_iteration_limit_in_inference_options_beats_max_iter_predict(method, option,
+                                                                       info):
+    X, y = binary_data(30, 2)
+    clf = GaussianProcessClassifier(C(50.0) * RBF(1.0), optimizer=None, method=method,
+                                    max_iter_predict=100,
+                                    inference_options={option: 1})
+    with pytest.warns(ConvergenceWarning, match=rf"{option}=1\b"):
+        clf.fit(X, y)
+    assert clf.base_estimator_.inference_info_[info] == 1

@@ -1,11 +1,15 @@
 """The contract every inference method implements, and the dispatcher `infer`."""
 
+import inspect
+import numbers
+import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
-                           check_full_fit_memory)
+                           check_full_fit_memory, is_integer, is_real)
 from ..kernels import is_psd_by_construction
 from ..likelihoods import get_likelihood
 
@@ -57,7 +61,9 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     ``workspace`` dict of buffers to reuse across calls (see
     :func:`workspace_array`).  ``lower_bound`` says whether its log evidence is a
     lower bound on the exact one (a variational method), raised by each of its
-    iterations.
+    iterations.  The function's options are its keyword-only parameters other
+    than ``init`` and ``compute_gradient``, each of the type of its default (see
+    :func:`check_options`).
     """
 
     def deco(fn):
@@ -104,6 +110,61 @@ def get_method(method):
         raise ValueError(
             f"Unknown inference method {method!r}; choose one of {available_methods()}."
         ) from None
+
+
+def method_options(method):
+    """The options of ``method`` (the keyword-only parameters of its function but
+    ``init`` and ``compute_gradient``) and their defaults."""
+    params = inspect.signature(get_method(method)).parameters.items()
+    return {name: p.default for name, p in params if p.kind == p.KEYWORD_ONLY
+            and name not in ("init", "compute_gradient")}
+
+
+def _option_type(default):
+    """(description, test) of the values an option with this default takes; None
+    for a None default (any value: the method checks it)."""
+    if isinstance(default, (bool, np.bool_)):
+        return "a bool", lambda v: isinstance(v, (bool, np.bool_))
+    if isinstance(default, numbers.Integral):
+        return "an integer", is_integer
+    if isinstance(default, numbers.Real):
+        return "a real number", is_real
+    if isinstance(default, str):
+        return "a string", lambda v: isinstance(v, str)
+    return None
+
+
+def check_options(method, options, reserved=()):
+    """The options of ``method`` as a new dict, their names and types checked.
+
+    Each option takes values of the type of its default (a bool, an integer, a
+    real number or a string; an option whose default is None is left to the
+    method).  Ranges (``tol > 0``, ``max_iter >= 0``, ...) are checked by the
+    method when it runs.  ``reserved`` names options that the caller sets itself
+    and refuses as unknown.
+
+    Raises
+    ------
+    TypeError
+        If ``options`` is not a mapping, or an option has a value of another type.
+    ValueError
+        If an option is not one of the method's.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError("the inference options must be a dict of option names and "
+                        f"values, got {reprlib.repr(options)}.")
+    known = {k: v for k, v in method_options(method).items() if k not in reserved}
+    for name, value in options.items():
+        if name not in known:
+            raise ValueError(f"{name!r} is not an option of method={method!r}; its "
+                             f"options are {sorted(known)}.")
+        kind = _option_type(known[name])
+        if kind is not None and not kind[1](value):
+            raise TypeError(f"option {name!r} of method={method!r} must be {kind[0]} "
+                            f"(default {known[name]!r}), got {reprlib.repr(value)}.")
+    return dict(options)
 
 
 def psd_jitter(K, what="K"):
@@ -178,7 +239,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         such as EP never factorise K itself and would not notice; pass False to skip
         the O(n^3 / 3) check for a K known to be valid.
     **options
-        Method options (for Laplace: ``tol``, ``max_iter``).
+        Method options (for Laplace: ``tol``, ``max_iter``), each of the type of
+        its default in the method's signature.
 
     Returns
     -------
@@ -192,9 +254,11 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     ValueError
         For an unknown method or likelihood, a method/likelihood pair the method
         does not support (e.g. Laplace with a likelihood without derivatives,
-        "vb" with anything but the logit and probit), invalid options, a K that
-        is not a finite square symmetric matrix or is empty (no examples), or
-        labels the likelihood does not accept.
+        "vb" with anything but the logit and probit), an unknown or out-of-range
+        option, a K that is not a finite square symmetric matrix or is empty (no
+        examples), or labels the likelihood does not accept.
+    TypeError
+        For an option of the wrong type (e.g. a string ``tol``).
     gpc.NotPositiveDefiniteError
         If K is not positive semi-definite, even with the jitter of the ladder
         (up to ``1e-4 * mean(diag(K))``) added.  Also a ValueError and a
@@ -227,6 +291,7 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     True
     """
     fn = get_method(method)
+    options = check_options(method, options)
     Kf = as_kernel_matrix(K)
     if Kf.shape[0] == 0:
         raise ValueError("K is 0 x 0: gpc.infer needs at least one example.")

@@ -8,7 +8,7 @@ from sklearn.utils import check_random_state
 
 from .. import _ep
 from ..posterior import SitePosterior
-from .._validation import NotPositiveDefiniteError
+from .._validation import NotPositiveDefiniteError, check_integer, check_real
 from ._base import InferenceResult, register, with_jitter, workspace_array
 
 
@@ -168,16 +168,12 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         raise ValueError(f"updates must be 'sequential' or 'parallel', got {updates!r}.")
     if order not in ("fixed", "random"):
         raise ValueError(f"order must be 'fixed' or 'random', got {order!r}.")
-    damping = 1.0 if damping is None else float(damping)
-    if not 0.0 < damping <= 1.0:
-        raise ValueError(f"damping must be in (0, 1], got {damping!r}.")
-    if not 0.0 < min_damping <= 1.0:
-        raise ValueError(f"min_damping must be in (0, 1], got {min_damping!r}.")
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a positive number, got {tol!r}.")
-    max_sweeps = int(max_sweeps)
-    if max_sweeps < 1:
-        raise ValueError(f"max_sweeps must be >= 1, got {max_sweeps!r}.")
+    damping = 1.0 if damping is None else damping
+    check_real(damping, "damping", 0.0, 1.0, low_open=True)
+    check_real(min_damping, "min_damping", 0.0, 1.0, low_open=True)
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_integer(max_sweeps, "max_sweeps", 1)
+    damping, max_sweeps = float(damping), int(max_sweeps)
     n = K.shape[0]
     parallel = updates == "parallel"
     par = np.ascontiguousarray(likelihood.params, dtype=np.float64)

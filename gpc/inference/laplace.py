@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import _laplace
+from .._validation import check_integer, check_real
 from ..posterior import SitePosterior
 from ._base import InferenceResult, register, with_jitter
 
@@ -50,10 +51,8 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
             f"The Laplace approximation needs a likelihood with derivatives; "
             f"{likelihood.name!r} has none. Use method='ep' or 'adf' instead."
         )
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a positive number, got {tol!r}.")
-    if int(max_iter) < 0:
-        raise ValueError(f"max_iter must be >= 0, got {max_iter!r}.")
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_integer(max_iter, "max_iter", 0)
     n = K.shape[0]
     par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
     alpha0 = np.zeros(n)
