@@ -541,17 +541,20 @@ def test_start_at_the_fixed_point_is_redone_in_double_precision(lik):
     np.testing.assert_allclose(again.info["var"], ref.info["var"], rtol=1e-9)
 
 
-def test_unusable_init_is_ignored():
+def test_unusable_init_is_ignored_and_a_wrong_one_refused():
     X, y = data(20, 7)
     K = se(X, 1.0, 2.0)
     ref = ep(K, y, "probit")
-    for init in ({"tau": -np.ones(20), "nu": np.zeros(20)},      # negative precisions
-                 {"tau": np.ones(3), "nu": np.zeros(3)},          # wrong size
+    # An EP state whose run fails is dropped for the run from the prior.
+    res = ep(K, y, "probit", init={"tau": -np.ones(20), "nu": np.zeros(20)})
+    assert res.info["n_sweeps"] == ref.info["n_sweeps"]
+    assert res.log_evidence == ref.log_evidence
+    # What is not an EP state on these 20 examples is refused (issue 26).
+    for init in ({"tau": np.ones(3), "nu": np.zeros(3)},          # wrong size
                  {"tau": np.full(20, np.nan), "nu": np.zeros(20)},
                  {"mode": np.zeros(20)}):                         # another method's state
-        res = ep(K, y, "probit", init=init)
-        assert res.info["n_sweeps"] == ref.info["n_sweeps"]
-        assert res.log_evidence == ref.log_evidence
+        with pytest.raises(ValueError, match="init"):
+            ep(K, y, "probit", init=init)
 
 
 @pytest.mark.parametrize("lik", LIKS)

@@ -142,9 +142,9 @@ def test_warm_start_reaches_the_same_mode_faster():
     assert warm2.info["n_iter"] < cold2.info["n_iter"]
     assert warm2.log_evidence == pytest.approx(cold2.log_evidence, rel=1e-13)
     np.testing.assert_allclose(warm2.dK, cold2.dK, rtol=1e-7, atol=1e-12)
-    # A state of the wrong size is ignored, not misused.
-    other = gpc.infer(K[:10, :10], y[:10], likelihood="logit", init=cold.state)
-    assert other.info["converged"]
+    # A state of the wrong size is refused, not ignored (issue 26).
+    with pytest.raises(ValueError, match=r"init\['alpha'\] must be .* shape \(10,\)"):
+        gpc.infer(K[:10, :10], y[:10], likelihood="logit", init=cold.state)
 
 
 def test_evidence_is_smooth_under_tiny_steps():

@@ -51,7 +51,7 @@ class InferenceResult:
 
 
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
-             lower_bound=False):
+             lower_bound=False, state=()):
     """Decorator adding an inference function to the registry under ``name``.
 
     ``max_iter_option`` names the function's iteration limit (Newton steps, EP
@@ -61,9 +61,11 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     ``workspace`` dict of buffers to reuse across calls (see
     :func:`workspace_array`).  ``lower_bound`` says whether its log evidence is a
     lower bound on the exact one (a variational method), raised by each of its
-    iterations.  The function's options are its keyword-only parameters other
-    than ``init`` and ``compute_gradient``, each of the type of its default (see
-    :func:`check_options`).
+    iterations.  ``state`` names the arrays of one value per example that the
+    function reads from ``init`` (those of its result's ``state``), which
+    :func:`check_init` checks.  The function's options are its keyword-only
+    parameters other than ``init`` and ``compute_gradient``, each of the type of
+    its default (see :func:`check_options`).
     """
 
     def deco(fn):
@@ -71,6 +73,7 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
         fn.max_iter_option = max_iter_option
         fn.has_gradient = has_gradient
         fn.accepts_workspace = workspace
+        fn.state_keys = tuple(state)
         _METHODS[name] = fn
         return fn
 
@@ -167,6 +170,36 @@ def check_options(method, options, reserved=()):
     return dict(options)
 
 
+def check_init(method, init, n):
+    """Refuse an ``init`` that ``method`` cannot warm-start from on n examples.
+
+    ``init`` must be None or a mapping holding the method's state arrays (see
+    :func:`register`), each finite and of shape ``(n,)``.
+
+    Raises
+    ------
+    ValueError
+        Naming what was expected and what was given.
+    """
+    if init is None:
+        return
+    keys = get_method(method).state_keys
+    if not (isinstance(init, Mapping) and all(k in init for k in keys)):
+        what = (f"keys {list(init)}" if isinstance(init, Mapping)
+                else reprlib.repr(init))
+        spec = f"a dict with {list(keys)}" if keys else "a dict"
+        raise ValueError(f"init must be the state of a previous method={method!r} "
+                         f"result ({spec}), got {what}.")
+    for key in keys:
+        try:
+            a = np.asarray(init[key], dtype=np.float64)
+        except (TypeError, ValueError):
+            a = np.asarray(np.nan)
+        if a.shape != (n,) or not np.isfinite(a).all():
+            raise ValueError(f"init[{key!r}] must be a finite array of shape ({n},), "
+                             f"one value per example, got {reprlib.repr(init[key])}.")
+
+
 def psd_jitter(K, what="K"):
     """Check that K is positive semi-definite up to rounding; return the jitter that
     a factorisation of K needs (0.0 when ``K + 1e-10 * mean(diag) I`` factorises).
@@ -230,7 +263,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         "probit", "logit", "noisy_threshold", "step", "gaussian" or a likelihood
         object.
     init : dict, optional
-        ``state`` of a previous result, to warm-start (ignored if its size differs).
+        ``state`` of a previous result of the same method on as many examples, to
+        warm-start from.
     compute_gradient : bool, default=True
         Whether to compute ``dK`` (and ``dlik``).
     check_psd : bool, default=True
@@ -255,8 +289,9 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         For an unknown method or likelihood, a method/likelihood pair the method
         does not support (e.g. Laplace with a likelihood without derivatives,
         "vb" with anything but the logit and probit), an unknown or out-of-range
-        option, a K that is not a finite square symmetric matrix or is empty (no
-        examples), or labels the likelihood does not accept.
+        option, an ``init`` that is not such a state, a K that is not a finite
+        square symmetric matrix or is empty (no examples), or labels the
+        likelihood does not accept.
     TypeError
         For an option of the wrong type (e.g. a string ``tol``).
     gpc.NotPositiveDefiniteError
@@ -295,6 +330,7 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     Kf = as_kernel_matrix(K)
     if Kf.shape[0] == 0:
         raise ValueError("K is 0 x 0: gpc.infer needs at least one example.")
+    check_init(method, init, Kf.shape[0])
     # K exists; the method needs at least a factorisation and an inverse besides.
     check_full_fit_memory(Kf.shape[0], f"gpc.infer(method={method!r})", arrays=2)
     lik = get_likelihood(likelihood)

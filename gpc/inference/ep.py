@@ -12,7 +12,8 @@ from .._validation import NotPositiveDefiniteError, check_integer, check_real
 from ._base import InferenceResult, register, with_jitter, workspace_array
 
 
-@register("ep", max_iter_option="max_sweeps", workspace=True)
+@register("ep", max_iter_option="max_sweeps", workspace=True,
+          state=("tau", "nu"))
 def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequential",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
        max_sweeps=200, accelerate=True, workspace=None):

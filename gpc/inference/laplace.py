@@ -11,7 +11,7 @@ from ..posterior import SitePosterior
 from ._base import InferenceResult, register, with_jitter
 
 
-@register("laplace")
+@register("laplace", state=("alpha",))
 def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
             max_iter=100):
     """Laplace approximation of the GP classification posterior.

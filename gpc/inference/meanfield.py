@@ -79,7 +79,7 @@ from ._base import InferenceResult, register
 MAX_HALVINGS = 30
 
 
-@register("mean_field", lower_bound=True)
+@register("mean_field", lower_bound=True, state=("m",))
 def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
                max_iter=100):
     """Variational ("ensemble learning") mean-field GP classification.
@@ -166,7 +166,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
                    {"cavity_var": s})
 
 
-@register("naive_mean_field")
+@register("naive_mean_field", state=("m",))
 def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
                      max_iter=100):
     """"Naive" mean-field GP classification (Csató et al. 2000, section 4).

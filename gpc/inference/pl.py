@@ -13,7 +13,8 @@ from ._base import register
 from .ep import fit_sites
 
 
-@register("pl", max_iter_option="max_sweeps", workspace=True)
+@register("pl", max_iter_option="max_sweeps", workspace=True,
+          state=("tau", "nu"))
 def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
        max_sweeps=200, accelerate=True, evidence_order=10, workspace=None):

@@ -60,7 +60,7 @@ def _check_likelihood(likelihood):
             f"probit (curvature bound); got {likelihood.name!r}.")
 
 
-@register("vb", lower_bound=True)
+@register("vb", lower_bound=True, state=("nu",))
 def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter=500):
     """The Jaakkola-Jordan lower bound ``log Z'`` on the log evidence (logit).
 
