@@ -1,6 +1,7 @@
 """scikit-learn compatible Gaussian process classifiers."""
 
 import copy
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -11,7 +12,8 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import NotPositiveDefiniteError, check_full_fit_memory
+from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
+                          check_integer)
 from .inference import get_method
 from .inference._base import check_kernel_psd, check_options
 from .kernels import as_kernel
@@ -77,8 +79,10 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         return options
 
     def _setup(self):
-        """Validated (fresh kernel, likelihood, inference function); the inference
-        options are checked too."""
+        """Check the parameters (at the start of fit and partial_fit, and of
+        GaussianProcessClassifier's fit through its ``_check_params``); return a
+        fresh kernel, the likelihood, the inference function and the priors
+        aligned with the kernel's theta (None without priors)."""
         kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
         likelihood = get_likelihood(self.likelihood)
         if not likelihood.is_classification:
@@ -86,12 +90,15 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                              " GaussianProcessClassifier needs a classification one "
                              "(logit, probit, noisy_threshold, step).")
         fn = get_method(self.method)
-        if not (isinstance(self.max_iter_predict, (int, np.integer))
-                and self.max_iter_predict >= 1):
-            raise ValueError(f"max_iter_predict must be a positive integer, got "
-                             f"{self.max_iter_predict!r}.")
+        check_integer(self.max_iter_predict, "max_iter_predict", 1)
+        check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", 0)
+        optimizer = self.optimizer
+        if not (optimizer is None or callable(optimizer)
+                or (isinstance(optimizer, str) and optimizer == "fmin_l_bfgs_b")):
+            raise ValueError(f"optimizer must be 'fmin_l_bfgs_b', a callable or None, "
+                             f"got {optimizer!r}.")
         self._inference_options()
-        return kernel, likelihood, fn
+        return kernel, likelihood, fn, self._kernel_priors(kernel)
 
     def fit(self, X, y):
         """Fit the binary classifier (all state is set only once fitting succeeded).
@@ -105,7 +112,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kernel, likelihood, fn = self._setup()
+        kernel, likelihood, fn, priors = self._setup()
         encoder = LabelEncoder()
         y01 = encoder.fit_transform(y)
         classes = encoder.classes_
@@ -138,7 +145,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         optimum = None
         try:
             if learn:
-                priors = self._priors_for(kernel, objective.theta.shape[0])
+                if priors is not None:    # none on learnt likelihood parameters
+                    priors = priors + [None] * (objective.theta.shape[0] - len(priors))
                 optimum = maximize_evidence(
                     objective, objective.theta, objective.bounds,
                     optimizer=self.optimizer, n_restarts=self.n_restarts_optimizer,
@@ -179,7 +187,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kernel, likelihood, fn = self._setup()
+        kernel, likelihood, fn, _ = self._setup()
         fitted = hasattr(self, "posterior_")
         if classes is None and not fitted:
             raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -227,31 +235,39 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self._warm_state = (key, result.state)
         self._upper = None
 
-    def _priors_for(self, kernel, n_theta):
-        """Translate ``priors`` (dict by hyperparameter name, or a sequence aligned
-        with the kernel's theta) into a list aligned with the optimised theta (the
-        kernel's, then any learnt likelihood parameters, which get no prior)."""
+    def _kernel_priors(self, kernel):
+        """``priors`` (dict by hyperparameter name, or a sequence aligned with the
+        kernel's theta) checked and made a list aligned with the kernel's theta;
+        None without priors."""
         if self.priors is None:
             return None
-        out = self._kernel_priors(kernel)
-        return out + [None] * (n_theta - len(out))
-
-    def _kernel_priors(self, kernel):
         names = [h.name for h in kernel.hyperparameters if not h.fixed]
         sizes = [h.n_elements for h in kernel.hyperparameters if not h.fixed]
-        if isinstance(self.priors, dict):
+        if isinstance(self.priors, Mapping):
             unknown = set(self.priors) - set(names)
             if unknown:
                 raise ValueError(f"priors names unknown hyperparameters {sorted(unknown)}"
                                  f"; the free ones are {names}.")
+            entries = self.priors.items()
             out = []
             for name, size in zip(names, sizes):
                 out.extend([self.priors.get(name)] * size)
-            return out
-        out = list(self.priors)
-        if len(out) != len(kernel.theta):
-            raise ValueError(f"priors has {len(out)} entries; the kernel has "
-                             f"{len(kernel.theta)} free log-hyperparameters.")
+        elif (isinstance(self.priors, (Sequence, np.ndarray))
+              and not isinstance(self.priors, str)):
+            entries = enumerate(self.priors)
+            out = list(self.priors)
+            if len(out) != len(kernel.theta):
+                raise ValueError(f"priors has {len(out)} entries; the kernel has "
+                                 f"{len(kernel.theta)} free log-hyperparameters.")
+        else:
+            raise TypeError("priors must be a dict by hyperparameter name or a "
+                            "sequence aligned with kernel.theta, got "
+                            f"{self.priors!r}.")
+        for key, prior in entries:
+            if not (prior is None or callable(getattr(prior, "log_density", None))):
+                raise TypeError(f"priors[{key!r}] must be None or a prior such as "
+                                "gpc.LogNormalPrior or gpc.GammaPrior (an object with "
+                                f"log_density(theta)), got {prior!r}.")
         return out
 
     def _cross(self, X):
@@ -395,8 +411,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     priors : dict or sequence, default=None
         Priors on log-hyperparameters added to the optimised objective: a dict
         mapping hyperparameter names (e.g. ``"k2__length_scale"``) to
-        :class:`gpc.LogNormalPrior` / :class:`gpc.GammaPrior`, or a sequence aligned
-        with ``kernel.theta``.
+        :class:`gpc.LogNormalPrior` / :class:`gpc.GammaPrior` (or any object with
+        a ``log_density(theta)`` method; None for no prior), or a sequence of
+        them aligned with ``kernel.theta``.
     verbose : int, default=0
         Progress of the optimisation: 1 per start, 2 per evaluation.
 
@@ -562,13 +579,14 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         return self._fit_keeping_state(run)
 
     def _check_params(self):
+        """Check every parameter before the data (those of the binary problems by
+        their estimator's check)."""
         if isinstance(self.kernel, CompoundKernel):
             raise ValueError("kernel cannot be a CompoundKernel")
-        if self.kernel is not None:
-            as_kernel(self.kernel)
         if self.multi_class not in ("one_vs_rest", "one_vs_one"):
             raise ValueError(f"Unknown multi-class mode {self.multi_class!r}; use "
                              "'one_vs_rest' or 'one_vs_one'.")
+        self._binary()._setup()
 
     def _binary(self):
         return _BinaryGaussianProcessClassifier(

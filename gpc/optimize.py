@@ -13,7 +13,7 @@ import scipy.optimize
 from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
-from ._validation import fortran_view
+from ._validation import check_integer, fortran_view
 
 
 class LogNormalPrior:
@@ -180,8 +180,7 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     bounds = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
     if bounds.shape[0] != theta0.shape[0]:
         raise ValueError("bounds must have one (low, high) row per hyperparameter.")
-    if int(n_restarts) < 0:
-        raise ValueError(f"n_restarts must be >= 0, got {n_restarts!r}.")
+    check_integer(n_restarts, "n_restarts", 0)
     if n_restarts > 0 and not np.isfinite(bounds).all():
         raise ValueError("Random restarts (n_restarts_optimizer > 0) need finite "
                          "bounds on every hyperparameter.")

@@ -330,6 +330,12 @@ def test_objective_gradient_in_log_eps_matches_finite_differences():
 
 
 @pytest.mark.parametrize("params, error, match", [
+    (dict(n_restarts_optimizer=1.5), TypeError, "n_restarts_optimizer must be an int"),
+    (dict(n_restarts_optimizer=-1), ValueError, "n_restarts_optimizer must be an int"),
+    (dict(optimizer="bfgs", kernel=None), ValueError, "optimizer must be"),
+    (dict(priors=[1.0, 2.0]), TypeError, r"priors\[0\] must be None or a prior"),
+    (dict(priors={"k2__length_scale": 2.0}), TypeError, r"priors\['k2__length_scale'\]"),
+    (dict(priors="k2__length_scale"), TypeError, "priors must be a dict"),
     (dict(inference_options={"tol": "abc"}), TypeError,
      "option 'tol' of method='laplace' must be a real number"),
     (dict(inference_options="tol=1"), TypeError, "must be a dict"),
@@ -340,10 +346,10 @@ def test_objective_gradient_in_log_eps_matches_finite_differences():
     (dict(inference_options={"max_iter": -5}), ValueError,
      "max_iter must be an integer >= 0"),
 ])
-def test_bad_inference_options_are_refused_at_fit_and_named(params, error, match):
-    # Issue 26: these failed later with a message that did not name them
-    # ("ufunc 'isfinite' not supported", "dictionary update sequence element
-    # #0"), or were overridden by max_iter_predict.
+def test_bad_parameters_are_refused_at_fit_and_named(params, error, match):
+    # Issue 26: these were accepted, or failed later with a message that did not
+    # name them ("ufunc 'isfinite' not supported", "dictionary update sequence
+    # element #0", AttributeError), or were overridden by max_iter_predict.
     X, y = binary_data(30, 2)
     params = {"kernel": C(1.0) * RBF(1.0), **params}
     with pytest.raises(error, match=match):
