@@ -90,6 +90,15 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     return fortran_view(K)
 
 
+def kernel_matrix(kernel, X, error=ValueError):
+    """``kernel(X)`` checked by :func:`as_kernel_matrix` (a Fortran float64 array);
+    a failed check raises ``error`` with its message, naming the kernel."""
+    try:
+        return as_kernel_matrix(kernel(X))
+    except ValueError as exc:
+        raise error(f"The kernel {kernel!r}: {exc}") from None
+
+
 def fortran_view(A):
     """A symmetric (or transposition-invariant) matrix as a Fortran-ordered float64
     array: itself, its transpose when it is C ordered (a view of the same memory),

@@ -13,7 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
-                          check_integer)
+                          check_integer, kernel_matrix)
 from .inference import get_method
 from .inference._base import check_kernel_psd, check_options
 from .kernels import as_kernel
@@ -213,7 +213,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         else:
             X_train, y01, resume = X_new, np.searchsorted(classes, y), None
         self._check_memory(len(y01))
-        K = np.asfortranarray(kernel(X_train), dtype=np.float64)
+        K = kernel_matrix(kernel, X_train)
         options = dict(self._inference_options(), n_sweeps=1, resume=resume)
         result = fn(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
         self._store(kernel, likelihood, X_train, y01, classes, 0.0, result, None,

@@ -13,7 +13,7 @@ import scipy.optimize
 from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
-from ._validation import check_integer, fortran_view
+from ._validation import check_integer, kernel_matrix
 
 
 class LogNormalPrior:
@@ -441,11 +441,13 @@ class EvidenceObjective:
         """K(X) at theta (or the current theta), jitter included, Fortran view."""
         if theta is not None:
             self._set_theta(theta)
-        K = np.asarray(self.kernel(self.X), dtype=np.float64)
+        # A kernel that overflows at some theta fails that evaluation (the
+        # optimiser steps back) with the message of gpc.infer.
+        K = kernel_matrix(self.kernel, self.X, error=FloatingPointError)
         if self.jitter:
-            K = np.array(K, copy=True)
+            K = np.array(K, order="F", copy=True)
             K[np.diag_indices_from(K)] += self.jitter
-        return fortran_view(K)
+        return K
 
     def infer(self, theta=None, compute_gradient=True):
         """Run the inference at theta; returns ``(result, K)``."""

@@ -1,6 +1,7 @@
 """The estimator: agreement with scikit-learn, scikit-learn conventions, bad input."""
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -195,6 +196,25 @@ class _IndefiniteKernel(Kernel):
         return False
 
 
+class _NaNKernel(Kernel):
+    """A squared exponential whose matrix has a NaN in one pair of entries."""
+
+    def __init__(self):
+        pass
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        Y = X if Y is None else Y
+        K = np.exp(-0.5 * (X[:, :1] - Y[:, :1].T) ** 2)
+        K[0, 1] = K[1, 0] = np.nan
+        return K
+
+    def diag(self, X):
+        return np.ones(len(X))
+
+    def is_stationary(self):
+        return True
+
+
 def _assert_unchanged(clf, before):
     assert clf.predict_proba(before[0]).tolist() == before[1]
     assert clf.log_marginal_likelihood_value_ == before[2]
@@ -327,6 +347,33 @@ def test_objective_gradient_in_log_eps_matches_finite_differences():
         e[k] = h
         fd = (obj(theta + e)[0] - obj(theta - e)[0]) / (2 * h)
         assert grad[k] == pytest.approx(fd, rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("method", gpc.available_methods())
+def test_a_non_finite_kernel_matrix_gets_the_message_of_infer(method):
+    # Issue 26: the estimator gave K to the method unchecked: Laplace called it
+    # "badly scaled", EP suggested more damping, PL found the evidence not finite
+    # "after 0 sweeps (converged)".  DotProduct is positive semi-definite by
+    # construction, so no Cholesky looked at its K either.
+    X, y = binary_data(20, 2)
+    with pytest.raises(ValueError, match=r"^K contains NaN or infinity\.$"):
+        gpc.infer(_NaNKernel()(X), 2 * y - 1, method=method, likelihood="probit")
+    for kernel, Xk in ((_NaNKernel(), X), (DotProduct(1.0), X * 1e200)):
+        clf = GaussianProcessClassifier(kernel, method=method, likelihood="probit",
+                                        optimizer=None)
+        expected = re.escape(f"The kernel {kernel!r}: K contains NaN or infinity.")
+        with pytest.raises(ValueError, match=expected):
+            clf.fit(Xk, y)
+        if method == "adf":
+            with pytest.raises(ValueError, match=expected):
+                clf.partial_fit(Xk, y, classes=[0, 1])
+    # At hyperparameters where the kernel overflows (sigma_0^2 = 1e400), an
+    # evaluation fails with the same message (the optimiser steps back from it).
+    clf = GaussianProcessClassifier(DotProduct(1.0), method=method, optimizer=None,
+                                    likelihood="probit").fit(X, y)
+    with pytest.raises(FloatingPointError, match="K contains NaN or infinity"):
+        clf.log_marginal_likelihood(np.log([1e200]))
 
 
 @pytest.mark.parametrize("params, error, match", [

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
-                           check_full_fit_memory, is_integer, is_real)
+                           check_full_fit_memory, is_integer, is_real,
+                           kernel_matrix)
 from ..kernels import is_psd_by_construction
 from ..likelihoods import get_likelihood
 
@@ -233,12 +234,14 @@ def psd_jitter(K, what="K"):
 
 
 def check_kernel_psd(kernel, X):
-    """:func:`psd_jitter` of ``kernel(X)``, the error naming the kernel; 0.0
-    without a factorisation for kernels positive semi-definite by construction."""
+    """Check ``kernel(X)`` before any method runs: a finite symmetric matrix
+    (ValueError with :func:`infer`'s message, naming the kernel), then
+    :func:`psd_jitter`, whose jitter is returned (0.0 without a factorisation
+    for kernels positive semi-definite by construction)."""
+    K = kernel_matrix(kernel, X)
     if is_psd_by_construction(kernel):
         return 0.0
-    return psd_jitter(np.asarray(kernel(X), dtype=np.float64),
-                      f"The kernel {kernel!r} gives a covariance matrix that")
+    return psd_jitter(K, f"The kernel {kernel!r} gives a covariance matrix that")
 
 
 def infer(K, y, method="laplace", likelihood="probit", *, init=None,
