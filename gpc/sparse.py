@@ -67,6 +67,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _sparse
+from ._validation import check_integer, check_real
 from .inference._base import check_kernel_psd
 from .kernels import as_kernel, contract
 from .likelihoods import get_likelihood
@@ -501,25 +502,17 @@ class _SparseGP(BaseEstimator):
 
     # -- validation ---------------------------------------------------------------
     def _check_params(self):
-        def integer(name, low):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, np.integer)) and value >= low):
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-
-        integer("max_basis", 1)
-        integer("n_sweeps", 1)
-        integer("n_em", 0)
-        integer("chunk_size", 1)
+        for name, low in (("max_basis", 1), ("n_sweeps", 1), ("n_em", 0),
+                          ("chunk_size", 1)):
+            check_integer(getattr(self, name), name, low)
         if self.method not in ("ep", "online"):
             raise ValueError(f"method must be 'ep' or 'online', got {self.method!r}.")
-        if not (np.isfinite(self.jitter) and self.jitter >= 0):
-            raise ValueError(f"jitter must be >= 0, got {self.jitter!r}.")
-        if not (np.isfinite(self.novelty_tol) and self.novelty_tol >= 0):
-            raise ValueError(f"novelty_tol must be >= 0, got {self.novelty_tol!r}.")
-        if not 0.0 < self.damping <= 1.0:
-            raise ValueError(f"damping must be in (0, 1], got {self.damping!r}.")
-        if not (np.isfinite(self.tol) and self.tol > 0):
-            raise ValueError(f"tol must be a positive number, got {self.tol!r}.")
+        check_real(self.jitter, "jitter", 0.0)
+        # The novelty of an example, the variance of f(x) that the BV set leaves
+        # unexplained, is at most k(x, x): at 1 or more none would join the set.
+        check_real(self.novelty_tol, "novelty_tol", 0.0, 1.0, high_open=True)
+        check_real(self.damping, "damping", 0.0, 1.0, low_open=True)
+        check_real(self.tol, "tol", 0.0, low_open=True)
         if self.optimizer not in (None, "fmin_l_bfgs_b"):
             raise ValueError("optimizer must be 'fmin_l_bfgs_b' or None, got "
                              f"{self.optimizer!r}.")
@@ -831,10 +824,11 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     jitter : float, default=1e-6
         ``"ep"``: the diagonal of ``K(Z, Z)`` is multiplied by ``1 + jitter``
         (part of the model, so the evidence stays smooth).
-    novelty_tol : float, default=1e-4
-        ``"online"``: an example joins the BV set when the variance of f(x) left
-        unexplained by the BV set exceeds ``novelty_tol * k(x, x)``; otherwise
-        its update is projected.
+    novelty_tol : float in [0, 1), default=1e-4
+        ``"online"`` and :meth:`partial_fit`: an example joins the BV set when the
+        variance of f(x) left unexplained by the BV set exceeds
+        ``novelty_tol * k(x, x)``; otherwise its update is projected.  That
+        variance is at most ``k(x, x)``, so at 1 or more no example would join.
     n_sweeps : int, default=1
         ``"online"``: 1 is one online pass; more add up to ``n_sweeps - 1`` EP
         sweeps with the BV set fixed.

@@ -222,6 +222,39 @@ def test_bad_parameters_and_input_are_refused():
     np.testing.assert_array_equal(clf.alpha_, before)       # a failed fit keeps state
 
 
+@pytest.mark.parametrize("bad", [dict(tol="abc"), dict(damping="abc"),
+                                 dict(jitter=None), dict(max_basis=20.0)])
+def test_parameters_of_the_wrong_type_are_refused_with_their_name(bad):
+    # Issue 26: a string tol or damping failed in np.isfinite or a comparison with
+    # a message that did not name them.
+    X, y = data(20, 9)
+    name = next(iter(bad))
+    clf = gpc.SparseGPClassifier(method="online", optimizer=None, **bad)
+    with pytest.raises(TypeError, match=f"^{name} must be"):
+        clf.fit(X, y)
+    with pytest.raises(TypeError, match=f"^{name} must be"):
+        clf.partial_fit(X, y, classes=np.unique(y))
+
+
+def test_a_novelty_tol_that_admits_no_basis_vector_is_refused():
+    # Issue 26: novelty_tol=10 gave an empty BV set and constant predictions,
+    # silently.  The novelty of an example, the variance of f(x) that the BV set
+    # leaves unexplained, is at most k(x, x): at novelty_tol >= 1 none joins;
+    # below 1 the first example always does.
+    X, y = data(20, 9)
+    for tol in (1.0, 10):
+        clf = gpc.SparseGPClassifier(RBF(1.0), method="online", optimizer=None,
+                                     novelty_tol=tol)
+        with pytest.raises(ValueError, match=r"^novelty_tol must be .* \[0, 1\)"):
+            clf.fit(X, y)
+        with pytest.raises(ValueError, match=r"^novelty_tol must be .* \[0, 1\)"):
+            clf.partial_fit(X, y, classes=np.unique(y))
+    clf = gpc.SparseGPClassifier(RBF(1.0), method="online", optimizer=None,
+                                 novelty_tol=0.999).fit(X, y)
+    assert clf.n_basis_ >= 1
+    assert np.ptp(clf.predict_proba(X)[:, 1]) > 0.1
+
+
 @pytest.mark.parametrize("Estimator", [gpc.SparseGPClassifier, gpc.SparseGPRegressor])
 def test_check_estimator(Estimator):
     from sklearn.utils.estimator_checks import check_estimator
