@@ -404,8 +404,11 @@ cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
         m = _dot(e, mu, d)
         vu = _dot(e, s, d)                            # variance of u = p'f(BV)
         # The cavity (site removed), vc = vu / (1 - tau vu), mc = (m - vu nu) / (..),
-        # written without dividing by vu; vu = 0 (x unrelated to the BV set) leaves
-        # nothing to update.
+        # written without dividing by vu.  vu = 0 (k = 0: x unrelated to the BV
+        # set) leaves nothing to update, so it is not counted as skipped (a skipped
+        # update keeps EP from being called converged).
+        if vu == 0.0:
+            continue
         tc = 1.0 - tau[j] * vu
         if not (tc > 0.0 and vu > 0.0):
             counts[0] += 1                            # improper cavity: skipped

@@ -255,6 +255,34 @@ def test_a_novelty_tol_that_admits_no_basis_vector_is_refused():
     assert np.ptp(clf.predict_proba(X)[:, 1]) > 0.1
 
 
+def test_ep_sweeps_converge_with_examples_unrelated_to_the_basis():
+    # Issue 26: a cluster far from every basis vector (its kernel row on the BV
+    # set is 0) has nothing to update, but it was counted as skipped updates, so
+    # EP with the Gaussian likelihood "did not converge" at a largest site change
+    # of 1e-14.
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.randn(50, 1), 100.0 + rng.randn(50, 1)])
+    y = np.sin(X[:, 0])
+    kernel, s2 = RBF(1.0), 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = gpc.SparseGPRegressor(kernel, likelihood=Gaussian(s2), method="online",
+                                    max_basis=3, n_sweeps=5, optimizer=None).fit(X, y)
+    assert reg.inference_info_["ep_converged"]
+    B = reg.basis_vectors_
+    Kbx = kernel(B, X)
+    assert np.sum(~Kbx.any(axis=0)) >= 50               # the far cluster
+    # EP's fixed point with Gaussian noise is exact for the model f(x) = p(x)'f(BV)
+    # + N(0, gamma(x)): alpha = (K_BV + K_BX L K_XB)^{-1} K_BX L y with
+    # L = diag(1 / (s2 + gamma)).
+    Kbb = kernel(B)
+    gamma = np.maximum(kernel.diag(X) - np.einsum("ij,ij->j", Kbx, solve(Kbb, Kbx)),
+                       0.0)
+    lam = 1.0 / (s2 + gamma)
+    alpha = solve(Kbb + (Kbx * lam) @ Kbx.T, Kbx @ (lam * y))
+    np.testing.assert_allclose(reg.alpha_, alpha, rtol=1e-8, atol=1e-12)
+
+
 @pytest.mark.parametrize("Estimator", [gpc.SparseGPClassifier, gpc.SparseGPRegressor])
 def test_check_estimator(Estimator):
     from sklearn.utils.estimator_checks import check_estimator
