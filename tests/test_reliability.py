@@ -65,12 +65,13 @@ def _data(seed, n=40, n_classes=2, regression=False):
     return X, np.digitize(f, np.quantile(f, np.linspace(0, 1, n_classes + 1)[1:-1]))
 
 
-def _kernel(name):
-    """``C * RBF``; with a noise term for the ensemble mean field, which refuses the
-    nearly singular K of the RBF alone on these data."""
+def _kernel(name, kernel=None):
+    """``kernel`` (default ``C * RBF``), with a noise term for the ensemble mean
+    field, which refuses the nearly singular K of the RBF alone on these data."""
+    kernel = C(1.0) * RBF(1.0) if kernel is None else kernel
     if ESTIMATORS[name][1].get("method") == "mean_field":
-        return C(1.0) * RBF(1.0) + WhiteKernel(1e-2)
-    return C(1.0) * RBF(1.0)
+        return kernel + WhiteKernel(1e-2)
+    return kernel
 
 
 def _make(name, **kw):
@@ -197,7 +198,7 @@ def test_an_interrupted_fit_leaves_the_fitted_estimator_as_it_was(name, n_classe
     Xq = np.random.RandomState(9).randn(25, 2)
     outputs, snapshot = _outputs(est, Xq), _snapshot(est)
     fail_at *= n_classes - 1
-    est.set_params(kernel=_Interrupting(fail_at=fail_at))
+    est.set_params(kernel=_kernel(name, _Interrupting(fail_at=fail_at)))
     _Interrupting.calls[0] = 0
     X, y = _data(5, n=30, n_classes=n_classes, regression=name.endswith("regressor"))
     with pytest.raises(KeyboardInterrupt):
@@ -315,9 +316,11 @@ def _longest_pause(work):
     def run():
         go.wait()
         t0 = time.perf_counter()
-        work()
-        span.append(time.perf_counter() - t0)
-        done.set()
+        try:
+            work()
+            span.append(time.perf_counter() - t0)
+        finally:
+            done.set()                                # a failed work ends the wait
 
     worker = threading.Thread(target=run)
     worker.start()
@@ -350,6 +353,7 @@ def test_heavy_loops_release_the_gil(method, options):
     n = 400
     X = rng.randn(n, 3)
     K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 2.0) * 2.0
+    K += 1e-2 * np.eye(n)          # the ensemble mean field refuses a K near singular
     y = np.sign(X[:, 0] + 0.3 * rng.randn(n))
     lik = "logit" if method in ("laplace", "vb", "mean_field", "naive_mean_field") \
         else "probit"
@@ -372,6 +376,7 @@ def test_blas_thread_limit_is_respected():
     n = 1200
     X = rng.randn(n, 3)
     K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 2.0) * 2.0
+    K += 1e-2 * np.eye(n)          # the ensemble mean field refuses a K near singular
     y = np.sign(X[:, 0] + 0.3 * rng.randn(n))
     with threadpool_limits(1):
         wall, cpu = time.perf_counter(), time.process_time()
