@@ -333,14 +333,26 @@ def _neg_half_sqdist(Z, ZY=None):
     A = np.empty((Z.shape[0], Z.shape[1] + 2))
     A[:, :-2] = Z
     A[:, -2] = -0.5 * np.einsum("ij,ij->i", Z, Z)
+    _check_norms(A[:, -2])
     A[:, -1] = -1.0
     B = np.empty((ZY.shape[0], ZY.shape[1] + 2))
     B[:, :-2] = ZY
     B[:, -2] = 1.0
     B[:, -1] = 0.5 * np.einsum("ij,ij->i", ZY, ZY)
+    _check_norms(B[:, -1])
     E = _matmul(A, B.T)
     np.minimum(E, 0.0, out=E)
     return E
+
+
+def _check_norms(h):
+    """Refuse inputs whose squared norms (in length scales) overflow: the
+    distances formed from them would be NaN."""
+    if not np.isfinite(h.sum()):
+        raise ValueError(
+            "The inputs' squared norms, in units of the length scales, overflow "
+            "float64 (|x| > 1e154), so their distances cannot be computed: rescale "
+            "the inputs, e.g. with sklearn.preprocessing.StandardScaler.")
 
 
 def _sqdist(Z, ZY=None):
@@ -1602,6 +1614,8 @@ def _se_cross_sum(X, Z, length_scale, P):
     """``sum_ij P_ij (x_ik - z_jk)^2 / l_k^2`` per k (summed over k when the
     length scale is a scalar), by one GEMM: O(n m d), no n x m x d tensor."""
     Xs, Zs = _scaled_inputs(X, Z, length_scale)
+    _check_norms(np.einsum("ij,ij->i", Xs, Xs))
+    _check_norms(np.einsum("ij,ij->i", Zs, Zs))
     g = (P.sum(axis=1) @ (Xs * Xs) + P.sum(axis=0) @ (Zs * Zs)
          - 2.0 * np.einsum("ik,ik->k", Xs, _matmul(P, Zs)))
     return g if np.ndim(length_scale) == 1 else np.array([g.sum()])

@@ -439,3 +439,20 @@ def test_kmeans_centres_survive_huge_inputs_and_match_kmeans_plusplus():
                                   kmeans_plusplus(X, 50, random_state=7)[0])
     Z = _kmeans_centres(20, 0, X[:200] * 1e160)
     assert np.all(np.isfinite(Z)) and len(np.unique(Z, axis=0)) == 20
+
+
+def test_inputs_whose_squared_norms_overflow_are_refused_clearly():
+    # Issue 26: on X * 1e160 the sparse estimators raised the internal "dK
+    # contains NaN or infinite values." (or predicted NaN): the distances from
+    # |x|^2 / 2 overflow.  Now a clear error says what to do.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    for est, t in [(gpc.SparseGPClassifier(max_basis=10, random_state=0), y),
+                   (gpc.SparseGPRegressor(max_basis=10, random_state=0), X[:, 0])]:
+        with pytest.raises(ValueError, match="overflow float64.*rescale"):
+            est.fit(X * 1e160, t)
+    # The online GP takes its distances from scikit-learn's kernel (differences,
+    # no overflow) and fits, as the full GP does.
+    online = gpc.SparseGPClassifier(method="online", max_basis=10).fit(X * 1e160, y)
+    assert np.isfinite(online.predict_proba(X * 1e160)).all()
