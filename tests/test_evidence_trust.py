@@ -1,0 +1,154 @@
+"""Every method x likelihood pair's evidence is smooth in the hyperparameters, its
+gradient is right, and a lower bound is a bound (issue 26).
+
+The pairs come from the registries (``_registry``), so a new method or likelihood
+is held to these properties without editing this file.  The data are
+scikit-learn's ``test_gpc.py``: 30 inputs on [0, 10], labels ``sin(x) > 0``
+(targets ``sin(x)`` for the regression likelihoods), with the kernel
+``sf2 * RBF(length_scale)``.  A pair may refuse a case only with its own
+documented FloatingPointError (e.g. the ensemble mean field on a nearly singular
+K), or not converge within its iteration limit (which it says with a
+ConvergenceWarning); such points are left out, and every pair must answer
+somewhere.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import gpc
+from gpc.inference import get_method
+from _registry import SUPPORTED, options
+
+X = np.linspace(0, 10, 30)[:, None]
+D2 = (X - X.T) ** 2
+LABELS = np.where(np.sin(X[:, 0]) > 0, 1.0, -1.0)
+TARGETS = np.sin(X[:, 0])
+#: The signal variance: large enough that the likelihoods' shapes matter.
+SF2 = 4.0
+#: Length scales of the gradient check (issue 26: 0.3 to 30).
+LENGTH_SCALES = [0.3, 1.0, 3.0, 10.0, 30.0]
+
+
+def _targets(likelihood):
+    return LABELS if gpc.get_likelihood(likelihood).is_classification else TARGETS
+
+
+def _evidence(pair, log_ls):
+    """(log evidence, its derivative in log length scale), or None where the
+    method refuses the case with its own FloatingPointError."""
+    method, updates, likelihood = pair
+    K = SF2 * np.exp(-0.5 * D2 / np.exp(2 * log_ls))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = gpc.infer(K, _targets(likelihood), method=method,
+                            likelihood=likelihood, tol=_TOL.get(method, 1e-10),
+                            **options(updates))
+    except FloatingPointError as exc:
+        assert str(exc).split(":")[0] in _PREFIXES, exc
+        return None
+    if not res.info.get("converged", True):
+        return None               # said with a ConvergenceWarning; not an answer
+    return res.log_evidence, float(np.sum(res.dK * K * D2 / np.exp(2 * log_ls)))
+
+
+#: Iteration tolerances tight enough for central differences at step 1e-2.
+_TOL = {"laplace": 1e-12, "mean_field": 1e-12, "naive_mean_field": 1e-12,
+        "vb": 1e-8}
+#: How gpc's own FloatingPointError messages begin (the method's name).
+_PREFIXES = {"Laplace", "EP", "PL", "PL gradient", "mean field", "naive mean field",
+             "ADF", "vb"}
+
+GRADIENT_PAIRS = [p for p in SUPPORTED if get_method(p[0]).has_gradient]
+
+
+def _name(pair):
+    return "-".join(part for part in pair if part)
+
+
+#: Known, not yet fixed (issue 26 stays open for them): from the prior, EP and PL
+#: with the noisy threshold (not log-concave) reach different fixed points on
+#: either side of a length scale near 3.2 (SF2 = 4, eps = 0.1): the evidence jumps
+#: by 0.2-1.4 nats there, and a difference quotient across it is meaningless.
+JUMPS = {("ep", "sequential", "noisy_threshold"), ("pl", "sequential", "noisy_threshold"),
+         ("pl", "parallel", "noisy_threshold")}
+
+
+def _marked(pairs, known):
+    reason = "EP/PL fixed point switches near length scale 3.2 (see JUMPS)"
+    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=reason))
+            if p in known else p for p in pairs]
+
+
+@pytest.mark.parametrize("pair", _marked(GRADIENT_PAIRS,
+                                         {("pl", "parallel", "noisy_threshold")}),
+                         ids=_name)
+def test_gradient_equals_richardson_differences(pair):
+    answered = 0
+    for ls in LENGTH_SCALES:
+        t = np.log(ls)
+        here = _evidence(pair, t)
+        if here is None:
+            continue
+        answered += 1
+        h = 1e-2
+        values = [_evidence(pair, t + s) for s in (-h, h, -h / 2, h / 2)]
+        assert all(v is not None for v in values), (pair, ls)
+        d_h = (values[1][0] - values[0][0]) / (2 * h)
+        d_h2 = (values[3][0] - values[2][0]) / h
+        richardson = (4 * d_h2 - d_h) / 3
+        assert here[1] == pytest.approx(richardson, rel=1e-5, abs=1e-7), (pair, ls)
+    assert answered > 0, pair
+
+
+@pytest.mark.parametrize("pair", _marked(GRADIENT_PAIRS, JUMPS), ids=_name)
+def test_evidence_is_smooth_over_a_fine_grid(pair):
+    # Between grid points the evidence must move as its gradient says: Simpson's
+    # rule on the analytic gradient over each pair of steps agrees with the
+    # evidence's change to within the rule's error, so a jump (a discontinuity
+    # of the kind the quadrature of a step gave PL, 0.14 nats) cannot hide.
+    grid = np.linspace(np.log(0.3), np.log(30.0), 241)
+    h = grid[1] - grid[0]
+    points = [_evidence(pair, t) for t in grid]
+    ok = np.array([p is not None for p in points])
+    assert ok.any(), pair
+    for k in range(1, len(grid) - 1):
+        if not ok[k - 1:k + 2].all():
+            continue
+        (f0, g0), (_, g1), (f2, g2) = points[k - 1:k + 2]
+        simpson = h / 3 * (g0 + 4 * g1 + g2)
+        assert abs(f2 - f0 - simpson) <= 1e-6 * (1 + abs(f0)), (pair, np.exp(grid[k]))
+
+
+BOUND_PAIRS = [p for p in SUPPORTED if get_method(p[0]).lower_bound]
+
+
+@pytest.mark.parametrize("pair", BOUND_PAIRS, ids=_name)
+def test_a_lower_bound_stays_below_ep_and_rises_as_it_converges(pair):
+    method, updates, likelihood = pair
+    answered = 0
+    for ls in LENGTH_SCALES:
+        K = SF2 * np.exp(-0.5 * D2 / ls ** 2)
+        y = _targets(likelihood)
+        values = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                for max_iter in range(1, 200):
+                    res = gpc.infer(K, y, method=method, likelihood=likelihood,
+                                    max_iter=max_iter, **options(updates))
+                    values.append(res.log_evidence)
+                    if res.info["converged"]:
+                        break
+            except FloatingPointError:
+                continue
+        answered += 1
+        assert res.info["converged"], (pair, ls)
+        assert np.all(np.diff(values) >= -1e-9 * (1 + np.abs(values[1:]))), (pair, ls)
+        ep = gpc.infer(K, y, method="ep", likelihood=likelihood, tol=1e-10)
+        assert values[-1] <= ep.log_evidence, (pair, ls)
+    assert answered > 0, pair
