@@ -73,6 +73,7 @@ from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack
 from sklearn.exceptions import ConvergenceWarning
 
 from ..posterior import SitePosterior
+from .._validation import check_integer, check_real
 from ._base import InferenceResult, register
 
 #: Step halvings tried by the line search before the iteration is declared stalled.
@@ -135,7 +136,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
     (True, True)
     """
     _check_options(tol, max_iter)
-    Kj, L = K, _well_conditioned_factor(K)
+    L = _well_conditioned_factor(K)
     T, info = lapack.dtrtri(L, lower=1)                 # T = L^{-1}
     if info != 0:
         raise FloatingPointError("mean field: inverting the Cholesky factor of K "
@@ -151,7 +152,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         return (-np.sum(mo[0]) - 0.5 * np.sum(s * mo[1] ** 2) + 0.5 * Tmu @ Tmu
                 + half_logdet - 0.5 * np.sum(np.log(s)))
 
-    sol = _solve(Kj, y, likelihood, s, free_energy, init, tol, max_iter,
+    sol = _solve(K, y, likelihood, s, free_energy, init, tol, max_iter,
                  "mean field")
     g, q = sol["g"], sol["q"]
     log_evidence = -free_energy(sol["m"], sol["moments"])
@@ -253,10 +254,8 @@ def _well_conditioned_factor(K):
 
 
 def _check_options(tol, max_iter):
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a positive number, got {tol!r}.")
-    if int(max_iter) < 0:
-        raise ValueError(f"max_iter must be >= 0, got {max_iter!r}.")
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_integer(max_iter, "max_iter", 0)
 
 
 def _lower_product(T):

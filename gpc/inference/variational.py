@@ -41,6 +41,7 @@ from scipy.special import log_expit
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import _vb
+from .._validation import check_integer, check_real
 from ..posterior import ExplicitPosterior, SitePosterior
 from ._base import InferenceResult, register, with_jitter
 
@@ -107,10 +108,8 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
     True
     """
     _check_likelihood(likelihood)
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a positive number, got {tol!r}.")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}.")
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_integer(max_iter, "max_iter", 1)
     if likelihood.name == "probit":
         return _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter)
     n = K.shape[0]
@@ -246,9 +245,9 @@ def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
 
     def attempt(Kj):
         q = _gaussian(Kj, sW, np.zeros(n))
-        return None if q is None else (Kj, q[0], _b_inverse(q[1]))
+        return None if q is None else (q[0], _b_inverse(q[1]))
 
-    (_, L, Binv), jitter = with_jitter(K, attempt)
+    (L, Binv), jitter = with_jitter(K, attempt)
     half_logdet = np.sum(np.log(np.diag(L)))
     nu, pt, it, converged = _probit_newton(
         lambda v: _probit_bound(Binv, y, v, half_logdet), Binv, y, nu, tol,
