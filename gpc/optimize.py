@@ -246,9 +246,20 @@ def _projected_gradient(x, g, bounds):
 
 
 def _lbfgsb(obj_func, start, bounds, max_resumes=3, pg_tol=1e-3):
-    """SciPy's L-BFGS-B, resumed from its end point (its curvature memory reset) while
-    it stops on a stalled line search with a projected gradient above ``pg_tol``
-    and the resumed run improves the objective.
+    """SciPy's L-BFGS-B, its first step at most one unit long in log space, resumed
+    from its end point (its curvature memory reset) while it stops on a stalled
+    line search with a projected gradient above ``pg_tol`` and the resumed run
+    improves the objective.
+
+    With every variable bounded, L-BFGS-B's first trial step is the whole negative
+    gradient, cut at the box.  An evidence's gradient is often in the hundreds, so
+    that step lands on a corner of the box, where a flat or failed evaluation can
+    end the run (the ensemble mean field on scikit-learn's breast cancer data,
+    gradient (-63, 181) at the start: stopped at the start, the corner's K being
+    singular).  Each run therefore minimises the objective divided by its gradient
+    norm at the start (at least 1), which leaves the minimiser, the quasi-Newton
+    steps after the first and the relative stopping tests as they were, and makes
+    the first step one unit long, as L-BFGS-B takes it for unbounded variables.
 
     A quasi-Newton model built across a steep, curved stretch of the evidence can
     propose steps whose line search fails far from a stationary point (e.g. PL on
@@ -258,8 +269,7 @@ def _lbfgsb(obj_func, start, bounds, max_resumes=3, pg_tol=1e-3):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for _ in range(1 + max_resumes):
-            run = scipy.optimize.minimize(obj_func, start if res is None else res.x,
-                                          method="L-BFGS-B", jac=True, bounds=bounds)
+            run = _scaled_lbfgsb(obj_func, start if res is None else res.x, bounds)
             if res is not None:
                 run.nit += res.nit
                 if run.fun >= res.fun - 1e-10 * (1.0 + abs(res.fun)):  # no gain
@@ -270,6 +280,28 @@ def _lbfgsb(obj_func, start, bounds, max_resumes=3, pg_tol=1e-3):
                       initial=0.0) <= pg_tol:
                 break
     return res
+
+
+def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5):
+    """One L-BFGS-B run on ``obj_func`` divided by its projected gradient norm at
+    ``start`` (at least 1); the result in the objective's own units."""
+    start = np.asarray(start, dtype=np.float64)
+    f0, g0 = obj_func(start)
+    scale = max(1.0, float(np.linalg.norm(_projected_gradient(start, g0, bounds))))
+    first = [start.copy()]
+
+    def scaled(theta):
+        if first and np.array_equal(theta, first[0]):
+            first.clear()                  # the start, evaluated above
+            return f0 / scale, np.asarray(g0) / scale
+        f, g = obj_func(theta)
+        return f / scale, np.asarray(g) / scale
+
+    run = scipy.optimize.minimize(scaled, start, method="L-BFGS-B", jac=True,
+                                  bounds=bounds, options={"gtol": gtol / scale})
+    run.fun = float(run.fun) * scale
+    run.jac = np.asarray(run.jac) * scale
+    return run
 
 
 def data_fingerprint(X, y):

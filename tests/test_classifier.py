@@ -75,6 +75,42 @@ def test_optimised_evidence_at_least_sklearns():
         ours.log_marginal_likelihood_value_, rel=1e-12)
 
 
+def test_the_first_optimiser_step_does_not_leap_to_a_corner_of_the_bounds():
+    # With every hyperparameter bounded, L-BFGS-B's first trial step is the whole
+    # negative gradient: from a gradient of 200 it reached the corner (11.5, 11.5)
+    # of the box, where this objective (like a mean-field free energy on a
+    # singular K) cannot be evaluated, and the run ended at its start.
+    evaluated = []
+
+    def fun(theta):
+        evaluated.append(np.array(theta))
+        if np.max(np.abs(theta)) > 5.0:
+            raise FloatingPointError("cannot be evaluated here")
+        return -100.0 * np.sum((theta - 1.0) ** 2), -200.0 * (theta - 1.0)
+
+    res = gpc.maximize_evidence(fun, [0.0, 0.0], [(-11.5, 11.5)] * 2)
+    np.testing.assert_allclose(res.theta, [1.0, 1.0], atol=1e-5)
+    # The first step is one unit long in log space.
+    assert np.linalg.norm(evaluated[1] - evaluated[0]) == pytest.approx(1.0)
+    assert all(np.max(np.abs(t)) <= 5.0 for t in evaluated)
+
+
+def test_vb_probit_learns_from_the_default_start():
+    # Issue 26: from C(1) * RBF(1), the first step of the bound's maximisation
+    # went to a flat corner of the bounds (theta (-11.5, 11.5): constant
+    # probabilities: 0.319**2 * RBF(2.83e+04), training accuracy 0.63, on
+    # scikit-learn's breast cancer data).
+    from sklearn.datasets import load_breast_cancer
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    clf = GaussianProcessClassifier(C(1.0) * RBF(1.0), method="vb",
+                                    likelihood="probit").fit(X, y)
+    assert np.all(np.abs(clf.kernel_.theta) < 11.0)
+    ep = GaussianProcessClassifier(C(1.0) * RBF(1.0), method="ep",
+                                   likelihood="probit").fit(X, y)
+    assert clf.score(X, y) >= ep.score(X, y) - 0.02
+
+
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
 def test_gpc_kernels_and_likelihoods(likelihood):
     X, y = binary_data(50, 2, seed=4)
