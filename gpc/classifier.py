@@ -16,7 +16,7 @@ from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           check_integer, kernel_matrix)
 from .inference import get_method
 from .inference._base import check_kernel_psd, check_options
-from .kernels import as_kernel
+from .kernels import as_kernel, has_white_noise
 from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
 
@@ -98,6 +98,15 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b', a callable or None, "
                              f"got {optimizer!r}.")
         self._inference_options()
+        if (optimizer is not None and fn.learning_needs_noise and kernel.n_dims > 0
+                and not has_white_noise(kernel)):
+            raise ValueError(
+                f"method={self.method!r} learns a kernel's hyperparameters only when "
+                "the kernel has a white-noise term: without one its free energy "
+                "rises towards the noise-free limit (an unbounded signal variance, "
+                "short length scales) and gives poor probabilities.  Add a noise "
+                "term (e.g. + WhiteKernel(1e-2)), or learn the hyperparameters with "
+                "another method (e.g. 'ep') and pass its kernel_ with optimizer=None.")
         return kernel, likelihood, fn, self._kernel_priors(kernel)
 
     def fit(self, X, y):
@@ -389,7 +398,8 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     method : str, default="laplace"
         Approximate inference method: "laplace", "ep", "pl" (posterior
         linearisation), "mean_field" (variational, its free energy maximised as
-        the evidence), "naive_mean_field", "adf" (Bayesian online learning: one
+        the evidence; it learns hyperparameters only with a white-noise term in
+        the kernel, and raises ValueError otherwise), "naive_mean_field", "adf" (Bayesian online learning: one
         sweep, no evidence gradient, so use it with ``optimizer=None`` or fixed
         hyperparameters; :meth:`partial_fit` adds data), "vb" (the
         Jaakkola-Jordan bounds for the logit, hyperparameters by the lower bound,

@@ -1235,6 +1235,17 @@ def _sum_leaves(kernel):
     return [kernel]
 
 
+def has_white_noise(kernel):
+    """Whether ``kernel`` (gpc's or scikit-learn's) is a sum with a white-noise
+    term (:class:`White` or ``WhiteKernel``) of positive noise."""
+    for term in _sum_leaves(kernel):
+        if type(term) is White and float(term.noise) > 0:
+            return True
+        if type(term) is _sk.WhiteKernel and float(term.noise_level) > 0:
+            return True
+    return False
+
+
 def _subtract_cheap(K, kernel):
     """In place ``K -= kernel(X)`` for constant / white terms; False otherwise."""
     t = type(kernel)

@@ -52,7 +52,7 @@ class InferenceResult:
 
 
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
-             lower_bound=False, state=()):
+             lower_bound=False, learning_needs_noise=False, state=()):
     """Decorator adding an inference function to the registry under ``name``.
 
     ``max_iter_option`` names the function's iteration limit (Newton steps, EP
@@ -62,15 +62,18 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     ``workspace`` dict of buffers to reuse across calls (see
     :func:`workspace_array`).  ``lower_bound`` says whether its log evidence is a
     lower bound on the exact one (a variational method), raised by each of its
-    iterations.  ``state`` names the arrays of one value per example that the
-    function reads from ``init`` (those of its result's ``state``), which
-    :func:`check_init` checks.  The function's options are its keyword-only
+    iterations.  ``learning_needs_noise`` says that its evidence is no guide to a
+    kernel's hyperparameters unless the kernel has a white-noise term (the
+    estimators then refuse to learn them without one).  ``state`` names the
+    arrays of one value per example that the function reads from ``init`` (those
+    of its result's ``state``), which :func:`check_init` checks.  The function's options are its keyword-only
     parameters other than ``init`` and ``compute_gradient``, each of the type of
     its default (see :func:`check_options`).
     """
 
     def deco(fn):
         fn.lower_bound = lower_bound
+        fn.learning_needs_noise = learning_needs_noise
         fn.max_iter_option = max_iter_option
         fn.has_gradient = has_gradient
         fn.accepts_workspace = workspace

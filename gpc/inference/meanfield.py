@@ -80,7 +80,7 @@ from ._base import InferenceResult, register
 MAX_HALVINGS = 30
 
 
-@register("mean_field", lower_bound=True, state=("m",))
+@register("mean_field", lower_bound=True, learning_needs_noise=True, state=("m",))
 def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
                max_iter=100):
     """Variational ("ensemble learning") mean-field GP classification.
