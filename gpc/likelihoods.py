@@ -155,6 +155,11 @@ class Likelihood:
     has_em_statistic : bool
         Whether :meth:`em_statistic` and :meth:`em_update` are available (the
         regression likelihoods).
+    log_concave : bool
+        Whether log p(y | f) is concave in f (all but the noisy threshold).
+        Without it the posterior can be multimodal, Laplace's mode and EP's and
+        PL's fixed points need not be unique, and which one a run reaches can
+        change with the hyperparameters, so the evidence may jump there.
     param_names : tuple of str
         Names of the entries of :attr:`params`.
     """
@@ -164,6 +169,7 @@ class Likelihood:
     has_derivatives = False
     is_classification = True
     has_em_statistic = False
+    log_concave = True
     param_names = ()
 
     # --- scikit-learn style parameters -----------------------------------------
@@ -778,6 +784,7 @@ class NoisyThreshold(_ScalarParameter):
     code = LIK_NOISY_THRESHOLD
     name = "noisy_threshold"
     has_derivatives = False
+    log_concave = False
     param_names = ("eps",)
     _param = "eps"
     _range_text = "[0, 0.5]"
