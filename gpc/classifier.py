@@ -399,12 +399,12 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Approximate inference method: "laplace", "ep", "pl" (posterior
         linearisation), "mean_field" (variational, its free energy maximised as
         the evidence; it learns hyperparameters only with a white-noise term in
-        the kernel, and raises ValueError otherwise), "naive_mean_field", "adf" (Bayesian online learning: one
-        sweep, no evidence gradient, so use it with ``optimizer=None`` or fixed
-        hyperparameters; :meth:`partial_fit` adds data), "vb" (the
-        Jaakkola-Jordan bounds for the logit, hyperparameters by the lower bound,
-        predictions from either, see :meth:`predict_proba`; for the probit a
-        curvature lower bound) (see
+        the kernel, and raises ValueError otherwise), "naive_mean_field", "adf"
+        (Bayesian online learning: one sweep, no evidence gradient, so use it
+        with ``optimizer=None`` or fixed hyperparameters; :meth:`partial_fit`
+        adds data), "vb" (the Jaakkola-Jordan bounds for the logit,
+        hyperparameters by the lower bound, predictions from either, see
+        :meth:`predict_proba`; for the probit a curvature lower bound) (see
         :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
         "logit", "probit", "noisy_threshold", "step" (the last two need a method

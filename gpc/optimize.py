@@ -254,12 +254,13 @@ def _lbfgsb(obj_func, start, bounds, max_resumes=3, pg_tol=1e-3):
     With every variable bounded, L-BFGS-B's first trial step is the whole negative
     gradient, cut at the box.  An evidence's gradient is often in the hundreds, so
     that step lands on a corner of the box, where a flat or failed evaluation can
-    end the run (the ensemble mean field on scikit-learn's breast cancer data,
-    gradient (-63, 181) at the start: stopped at the start, the corner's K being
-    singular).  Each run therefore minimises the objective divided by its gradient
-    norm at the start (at least 1), which leaves the minimiser, the quasi-Newton
-    steps after the first and the relative stopping tests as they were, and makes
-    the first step one unit long, as L-BFGS-B takes it for unbounded variables.
+    end the run (on scikit-learn's breast cancer data, vb with the probit ended on
+    a flat corner, and the ensemble mean field at its start, the corner's K being
+    singular).  Each run therefore minimises the objective divided by its
+    projected gradient norm at the start (at least 1): the first step is then one
+    unit long, as L-BFGS-B takes it for unbounded variables, while the minimiser
+    and the quasi-Newton steps after the first are unchanged (L-BFGS is invariant
+    to a scaling of the objective) and ``gtol`` is scaled to match.
 
     A quasi-Newton model built across a steep, curved stretch of the evidence can
     propose steps whose line search fails far from a stationary point (e.g. PL on

@@ -66,9 +66,10 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     kernel's hyperparameters unless the kernel has a white-noise term (the
     estimators then refuse to learn them without one).  ``state`` names the
     arrays of one value per example that the function reads from ``init`` (those
-    of its result's ``state``), which :func:`check_init` checks.  The function's options are its keyword-only
-    parameters other than ``init`` and ``compute_gradient``, each of the type of
-    its default (see :func:`check_options`).
+    of its result's ``state``), which :func:`check_init` checks.  The function's
+    options are its keyword-only parameters other than ``init`` and
+    ``compute_gradient``, each of the type of its default (see
+    :func:`check_options`).
     """
 
     def deco(fn):
