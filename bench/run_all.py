@@ -34,6 +34,7 @@ import bench_sparse
 import bench_sparse_learning
 import bench_speed
 import bench_vb
+import pairs_cv
 import paper_evidence
 import paper_meanfield
 import paper_pl
@@ -46,7 +47,7 @@ SPEED = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_
          "vb": bench_vb, "speed": bench_speed}
 PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
           "paper_vb": paper_vb, "paper_sparse": paper_sparse,
-          "paper_evidence": paper_evidence}
+          "paper_evidence": paper_evidence, "pairs_cv": pairs_cv}
 ORDER = list(SPEED) + list(PAPERS)
 
 
