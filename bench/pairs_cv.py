@@ -153,6 +153,10 @@ def run(args, argv=None):
         ratio, d, k, r, name = max(worst)
         lines += [f"Largest ratio to EP: {ratio:.2f} ({name}, {d}, `{k}`, {r} "
                   "restart(s)).", ""]
+    fits = sum(s.get("seconds", 0.0) for s in scores)
+    lines += [f"The {len(tasks)} fits took {fits:.0f} s in all"
+              + (f" (those of earlier runs read from `{args.checkpoint}`)."
+                 if args.checkpoint else "."), ""]
     return "\n".join(lines + footer(argv, t0, args.jobs))
 
 
