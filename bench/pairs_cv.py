@@ -81,7 +81,9 @@ def pairs():
 
 
 def fold_score(task):
-    """(log loss, error rate, seconds, warnings) of one pair on one test fold."""
+    """One pair's scores on one test fold: a dict of its log loss, error rate,
+    fit seconds, learnt kernel and ConvergenceWarnings, or ``{"refused": message}``
+    when the fit raises."""
     dataset, (method, updates, lik), fold, n_folds, restarts, white = task
     X, y = load(dataset)
     cv = StratifiedKFold(n_folds, shuffle=True, random_state=0)
@@ -100,7 +102,7 @@ def fold_score(task):
         try:
             clf.fit(Xtr, y[train])
         except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
-            return {"error": f"{type(exc).__name__}: {exc}"}
+            return {"refused": f"{type(exc).__name__}: {exc}"}
     seconds = time.perf_counter() - t0
     p = np.clip(clf.predict_proba(Xte)[:, 1], 1e-15, 1 - 1e-15)
     yt = y[test]
@@ -128,7 +130,7 @@ def run(args, argv=None):
              for f in range(args.folds)]
     scores = run_tasks(fold_score, tasks, jobs=args.jobs, checkpoint=args.checkpoint,
                        describe=lambda s: (f"log loss {s['log_loss']:.4f}"
-                                           if "log_loss" in s else s["error"]))
+                                           if "log_loss" in s else s["refused"]))
     by = dict(zip(tasks, scores))
     lines = ["# Every pair's cross-validated log loss beside EP's", "",
              f"{args.folds}-fold stratified cross-validation (shuffled, seed 0); the "
@@ -163,7 +165,7 @@ def run(args, argv=None):
 def _row(pair, folds, ref):
     """A table row of a pair's fold scores, and its ratio to EP (None if refused)."""
     method, updates, lik = pair
-    bad = [s["error"] for s in folds if "log_loss" not in s]
+    bad = [s["refused"] for s in folds if "log_loss" not in s]
     if bad:
         return (f"| {method} | {updates or ''} | {lik} | refused: {bad[0][:120]} "
                 "| | | | |"), None
