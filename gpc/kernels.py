@@ -1235,28 +1235,29 @@ def _sum_leaves(kernel):
     return [kernel]
 
 
+def _white_noise(kernel):
+    """The noise level of a white-noise kernel (gpc or scikit-learn), else None."""
+    t = type(kernel)
+    if t is White:
+        return float(kernel.noise)
+    if t is _sk.WhiteKernel:
+        return float(kernel.noise_level)
+    return None
+
+
 def has_white_noise(kernel):
     """Whether ``kernel`` (gpc's or scikit-learn's) is a sum with a white-noise
     term (:class:`White` or ``WhiteKernel``) of positive noise."""
-    for term in _sum_leaves(kernel):
-        if type(term) is White and float(term.noise) > 0:
-            return True
-        if type(term) is _sk.WhiteKernel and float(term.noise_level) > 0:
-            return True
-    return False
+    return any((_white_noise(term) or 0.0) > 0 for term in _sum_leaves(kernel))
 
 
 def _subtract_cheap(K, kernel):
     """In place ``K -= kernel(X)`` for constant / white terms; False otherwise."""
-    t = type(kernel)
-    if t is Constant:
-        K -= float(kernel.value)
-    elif t is _sk.ConstantKernel:
-        K -= float(kernel.constant_value)
-    elif t is White:
-        K.flat[:: K.shape[0] + 1] -= float(kernel.noise)
-    elif t is _sk.WhiteKernel:
-        K.flat[:: K.shape[0] + 1] -= float(kernel.noise_level)
+    constant, noise = _constant_value(kernel), _white_noise(kernel)
+    if constant is not None:
+        K -= constant
+    elif noise is not None:
+        K.flat[:: K.shape[0] + 1] -= noise
     else:
         return False
     return True
