@@ -827,7 +827,9 @@ cdef inline double lik_predict(int lik, double m, double v, const double* par,
     if lik == LIK_PROBIT:
         return ndtr(m / sqrt(1.0 + v))
     if lik == LIK_LOGIT:
-        if m <= 0.0:
+        if m == 0.0:
+            return 0.5      # exactly, by symmetry (quadrature gives 1/2 +- an ulp)
+        if m < 0.0:
             _logit_logF(m, v, quad, &L, &D1, &D2)
             return exp(L)
         _logit_logF(-m, v, quad, &L, &D1, &D2)
