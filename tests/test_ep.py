@@ -565,7 +565,8 @@ def test_first_update_from_the_prior(lik):
     # nu = d1 / (1 + d2 K_00) with d1, d2 the tilted derivatives (R&W eq. 3.59).
     X, y = data(12, 3)
     K = se(X, 0.7, 2.5)
-    res, _ = quiet_ep(K, y, lik, max_sweeps=1, compute_gradient=False)
+    res, _ = quiet_ep(K, y, lik, max_sweeps=1, compute_gradient=False,
+                      updates="sequential")
     v = K[0, 0]
     _, d1, d2 = tilted(lik, y[0], 0.0, v)
     assert res.state["tau"][0] == pytest.approx(-d2 / (1 + d2 * v), rel=1e-9)
@@ -755,7 +756,8 @@ def test_zero_mean_analogue_follows_the_documented_policy():
     lik = NoisyThreshold(0.01)
     for sweeps in range(1, 9):
         tau, nu, ev = _dense_ep(ZM_K, ZM_Y, 0.01, sweeps, policy="gpc")
-        res, w = quiet_ep(ZM_K, ZM_Y, lik, max_sweeps=sweeps, tol=1e-12)
+        res, w = quiet_ep(ZM_K, ZM_Y, lik, max_sweeps=sweeps, tol=1e-12,
+                          updates="sequential")
         np.testing.assert_allclose(res.state["tau"], tau, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(res.state["nu"], nu, rtol=1e-9, atol=1e-12)
         assert res.info["n_clipped"] == sum(e[2] == "clip" for e in ev)
@@ -980,3 +982,48 @@ def test_factorisations_without_L_change_nothing():
     np.testing.assert_array_equal(np.tril(a.posterior.L), np.tril(b.posterior.L))
     weak = a.state["tau"] * a.info["var"] <= 1e-4
     assert 1 <= weak.sum() <= 64                     # rows of L kept, not all of L
+
+
+def _bench_problem(n=60):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((n, 3))
+    y = np.where(np.sin(2 * X[:, 0]) + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    K = 2.0 * np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    return K + 1e-8 * np.eye(n), y
+
+
+@pytest.mark.parametrize("method", ["ep", "pl"])
+def test_default_updates_are_parallel_and_reach_the_sequential_fixed_point(method):
+    K, y = _bench_problem()
+    auto = gpc.infer(K, y, method=method, likelihood="probit", tol=1e-10)
+    seq = gpc.infer(K, y, method=method, likelihood="probit", tol=1e-10,
+                    updates="sequential")
+    assert auto.info["updates"] == "parallel"
+    assert not auto.info["sequential_fallback"]
+    assert seq.info["updates"] == "sequential"
+    assert auto.log_evidence == pytest.approx(seq.log_evidence, rel=1e-8)
+    np.testing.assert_allclose(auto.dK, seq.dK, atol=1e-6)
+
+
+def test_auto_updates_fall_back_to_sequential_when_parallel_runs_fail(monkeypatch):
+    # Every parallel run made to fail (as a non-finite site would): "auto" ends in
+    # sequential sweeps, says so in info, and gives the sequential answer.
+    K, y = _bench_problem()
+    seq = gpc.infer(K, y, method="ep", likelihood="probit", updates="sequential")
+    from gpc.inference import ep as ep_module
+    run = ep_module._ep.ep_run
+    calls = []
+
+    def failing_parallel(*args):
+        calls.append(args[13])                     # the "parallel" flag
+        if args[13]:
+            return (ep_module._ep.STATUS_NONFINITE,) + (None,) * 10
+        return run(*args)
+
+    monkeypatch.setattr(ep_module._ep, "ep_run", failing_parallel)
+    res = gpc.infer(K, y, method="ep", likelihood="probit")
+    assert calls == [True, True, True, False]
+    assert res.info["updates"] == "sequential" and res.info["sequential_fallback"]
+    assert res.log_evidence == seq.log_evidence
+    with pytest.raises(FloatingPointError):
+        gpc.infer(K, y, method="ep", likelihood="probit", updates="parallel")

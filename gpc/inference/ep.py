@@ -14,7 +14,7 @@ from ._base import InferenceResult, register, with_jitter, workspace_array
 
 @register("ep", max_iter_option="max_sweeps", workspace=True,
           state=("tau", "nu"))
-def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequential",
+def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
        max_sweeps=200, accelerate=True, workspace=None):
     """Expectation propagation for GP classification.
@@ -36,11 +36,21 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="sequentia
     compute_gradient : bool
         Whether to compute ``dK = (b b' - S B^{-1} S) / 2`` (exact at the fixed
         point, R&W Alg. 5.2) and ``dlik``.
-    updates : {"sequential", "parallel"}, default="sequential"
-        "sequential" updates one site at a time with a rank-one update of the full
-        posterior covariance (O(n^2) per site) and refactorises after each sweep;
+    updates : {"auto", "parallel", "sequential"}, default="auto"
         "parallel" updates all sites from the current marginals, then refactorises
-        once per sweep (O(n^3) per sweep, level-3 BLAS).  Parallel factorisations
+        once per sweep (O(n^3) per sweep, level-3 BLAS, accelerated: see
+        ``accelerate``); "sequential" updates one site at a time with a rank-one
+        update of the full posterior covariance (O(n^2) per site, level-2 BLAS)
+        and refactorises after each sweep: much slower once n is in the hundreds.
+        "auto" runs parallel EP and, only if every parallel run fails or ends
+        unconverged, sequential sweeps from the prior (``info["updates"]`` says
+        which schedule gave the result, ``info["sequential_fallback"]`` whether
+        it switched).  Both schedules converge to the same EP fixed point.
+        Choose "sequential" to follow the classic algorithm step by step (e.g. to
+        reproduce a published run), or where a likelihood that is not
+        log-concave (the noisy threshold) has several fixed points and the one
+        sequential sweeps reach is wanted.
+        Parallel factorisations
         whose marginals only steer a step from far off (the first one, and those
         after plain steps from a residual above 0.01 while the residual keeps
         falling) are done in single precision (half the cost) when no site
@@ -165,8 +175,9 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     :func:`ep`; the ``workspace`` serves the first start (a later one, tried while
     an earlier run is kept as the best so far, gets its own arrays)."""
     name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
-    if updates not in ("sequential", "parallel"):
-        raise ValueError(f"updates must be 'sequential' or 'parallel', got {updates!r}.")
+    if updates not in ("auto", "sequential", "parallel"):
+        raise ValueError("updates must be 'auto', 'sequential' or 'parallel', got "
+                         f"{updates!r}.")
     if order not in ("fixed", "random"):
         raise ValueError(f"order must be 'fixed' or 'random', got {order!r}.")
     damping = 1.0 if damping is None else damping
@@ -176,30 +187,33 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     check_integer(max_sweeps, "max_sweeps", 1)
     damping, max_sweeps = float(damping), int(max_sweeps)
     n = K.shape[0]
-    parallel = updates == "parallel"
+    first_parallel = updates != "sequential"
     par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
     qx = np.ascontiguousarray(likelihood.quad_x, dtype=np.float64)
     qw = np.ascontiguousarray(likelihood.quad_logw, dtype=np.float64)
     # Starts tried in turn until a run converges: (tau, nu, initial damping, from
-    # the prior).  Parallel runs from the prior are retried with the damping
-    # starting at 1/2 and 1/4 of its value (it recovers while the residual falls).
+    # the prior, parallel).  Parallel runs from the prior are retried with the
+    # damping starting at 1/2 and 1/4 of its value (it recovers while the residual
+    # falls); "auto" then falls back to sequential sweeps from the prior.
     prior = (np.zeros(n), np.zeros(n))
-    starts = [(*prior, damping, True)]
-    if parallel:
-        starts += [(*prior, 0.5 * damping, True), (*prior, 0.25 * damping, True)]
+    starts = [(*prior, damping, True, first_parallel)]
+    if first_parallel:
+        starts += [(*prior, f * damping, True, True) for f in (0.5, 0.25)]
+    if updates == "auto":
+        starts.append((*prior, damping, True, False))
     if init is not None and "tau" in init and "nu" in init:
         t, v = np.asarray(init["tau"], float), np.asarray(init["nu"], float)
         if t.shape == (n,) and v.shape == (n,) and np.isfinite(t).all() \
                 and np.isfinite(v).all():
-            starts.insert(0, (t, v, damping, False))
-    if parallel:
-        orders = np.zeros((1, n), dtype=np.intc)
-    elif order == "fixed":
-        orders = np.tile(np.arange(n, dtype=np.intc), (max_sweeps, 1))
-    else:
-        rng = check_random_state(random_state)
-        orders = np.array([rng.permutation(n) for _ in range(max_sweeps)],
-                          dtype=np.intc).reshape(max_sweeps, n)
+            starts.insert(0, (t, v, damping, False, first_parallel))
+    orders = {True: np.zeros((1, n), dtype=np.intc)}
+    if updates != "parallel":
+        if order == "fixed":
+            orders[False] = np.tile(np.arange(n, dtype=np.intc), (max_sweeps, 1))
+        else:
+            rng = check_random_state(random_state)
+            orders[False] = np.array([rng.permutation(n) for _ in range(max_sweeps)],
+                                     dtype=np.intc).reshape(max_sweeps, n)
 
     if evidence_rule is None:
         evq_x = evq_logw = np.zeros(0)
@@ -208,7 +222,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                            for a in evidence_rule)
 
     def attempt(Kj, start, ws):
-        tau, nu, damping_start = start[0].copy(), start[1].copy(), start[2]
+        tau, nu, damping_start, parallel = (start[0].copy(), start[1].copy(), start[2],
+                                            start[4])
         # Only L's lower triangle is ever written (its upper one stays zero).
         L = workspace_array(ws, "L", (n, n))
         b, S, mu, var = (np.empty(n) for _ in range(4))
@@ -217,9 +232,9 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         scratch = None if ws is None else workspace_array(
             ws, "scratch", (_ep.scratch_size(n, parallel, compute_gradient),))
         out = _ep.ep_run(Kj, y, likelihood.code, par, qx, qw, tau, nu, L, b, S, mu, var,
-                         parallel, orders, damping, float(min_damping), float(tol),
-                         max_sweeps, bool(accelerate), Binv, rule, evq_x, evq_logw,
-                         damping_start, scratch)
+                         parallel, orders[parallel], damping, float(min_damping),
+                         float(tol), max_sweeps, bool(accelerate), Binv, rule, evq_x,
+                         evq_logw, damping_start, scratch)
         if out[0] == _ep.STATUS_NOT_PD:
             return None
         if out[0] == _ep.STATUS_NONFINITE:
@@ -259,6 +274,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     (_, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner,
      n_single, _, Q) = out
     warm_rejected = len(starts) > 1 and not starts[0][3] and start[3]
+    used = "parallel" if start[4] else "sequential"
     if not np.isfinite(log_evidence):
         raise FloatingPointError(
             f"{name}: the log evidence is not finite after {n_sweeps} sweeps "
@@ -268,7 +284,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject = counts
     if not converged:
         warnings.warn(f"{name} did not converge in {n_sweeps} sweeps (max_sweeps="
-                      f"{max_sweeps}, {updates}); the evidence and its gradient are "
+                      f"{max_sweeps}, {used}); the evidence and its gradient are "
                       "approximate.", ConvergenceWarning, stacklevel=4)
     if n_bad:
         what = ("an improper cavity" if name == "EP" else
@@ -307,7 +323,9 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         dK=dK,
         dlik=dlik,
         state={"tau": tau, "nu": nu},
-        info={"method": name.lower(), "updates": updates, "likelihood": likelihood.name,
+        info={"method": name.lower(), "updates": used,
+              "sequential_fallback": updates == "auto" and used == "sequential",
+              "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
               "n_single_precision": n_single, "warm_start_rejected": warm_rejected,
               "n_runs": n_runs, "start_damping": start[2],

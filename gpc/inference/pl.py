@@ -15,7 +15,7 @@ from .ep import fit_sites
 
 @register("pl", max_iter_option="max_sweeps", workspace=True,
           state=("tau", "nu"))
-def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel",
+def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
        max_sweeps=200, accelerate=True, evidence_order=10, workspace=None):
     """Posterior linearisation (PL) for GP classification.
@@ -62,11 +62,14 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="parallel"
         does).  ``dlik`` likewise for the noisy threshold's eps (its sites'
         derivative by central differences) and the Gaussian's noise variance
         (exact: PL is exact there).
-    updates : {"parallel", "sequential"}, default="parallel"
+    updates : {"auto", "parallel", "sequential"}, default="auto"
         "parallel" relinearises every label at the current marginals, then
         refactorises once (the paper's main variant); "sequential" relinearises
         one label at a time with a rank-one update of the posterior and
-        refactorises after each sweep.
+        refactorises after each sweep; "auto" runs parallel PL and falls back to
+        sequential sweeps only if every parallel run fails or ends unconverged,
+        as for :func:`gpc.inference.ep.ep` (``info["updates"]`` and
+        ``info["sequential_fallback"]`` say what ran).
     damping, min_damping, order, random_state, tol, max_sweeps, accelerate, workspace
         As for :func:`gpc.inference.ep.ep` (damping default 1: parallel PL halves
         it whenever the largest site change grows).
