@@ -16,11 +16,13 @@ from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           check_integer, kernel_matrix)
 from .inference import get_method
 from .inference._base import check_kernel_psd, check_options
-from .kernels import as_kernel, has_white_noise
+from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
 from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
 
 _DEFAULT_METHOD = "laplace"
+#: Elements (float64) of one block of cross-covariances in prediction (32 MB).
+_PREDICT_BLOCK = 1 << 22
 
 
 def _is_online(estimator):
@@ -33,6 +35,15 @@ def _concatenate(a, b):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.concatenate([a, b])
     return list(a) + list(b)
+
+
+def classes_from_proba(classes, proba):
+    """``predict`` from ``predict_proba``: with two classes ``classes[1]`` exactly
+    where ``proba[:, 1] >= 0.5`` (a tie goes to ``classes[1]``, as scikit-learn's
+    tests require), with more the class of largest probability."""
+    if len(classes) == 2:
+        return np.where(proba[:, 1] >= 0.5, classes[1], classes[0])
+    return classes[np.argmax(proba, axis=1)]
 
 
 def _default_kernel():
@@ -279,21 +290,27 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                                 f"log_density(theta)), got {prior!r}.")
         return out
 
-    def _cross(self, X):
-        return (np.asarray(self.kernel_(self.X_train_, X), dtype=np.float64),
-                np.asarray(self.kernel_.diag(X), dtype=np.float64))
+    def _latent_chunks(self, X, posterior):
+        """``(slice, mean, var)`` of the latent function at X, block by block of
+        the rows of X, so that memory stays flat in the number of test points."""
+        chunk = max(1, _PREDICT_BLOCK // max(len(self.X_train_), 1))
+        for start, K_cross, k_diag in cross_covariance_chunks(
+                self.kernel_, self.X_train_, X, chunk):
+            mean, var = posterior.latent_mean_and_variance(K_cross, k_diag,
+                                                           overwrite_cross=True)
+            yield slice(start, start + mean.shape[0]), mean, var
 
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at X."""
         check_is_fitted(self)
-        K_cross, k_diag = self._cross(X)
-        return self.posterior_.latent_mean_and_variance(K_cross, k_diag)
+        mean, var = np.empty(len(X)), np.empty(len(X))
+        for sl, mean_c, var_c in self._latent_chunks(X, self.posterior_):
+            mean[sl], var[sl] = mean_c, var_c
+        return mean, var
 
     def predict(self, X):
-        """Class with the larger posterior probability (the sign of the latent mean)."""
-        check_is_fitted(self)
-        mean = self.posterior_.latent_mean(np.asarray(self.kernel_(self.X_train_, X)))
-        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+        """The class of largest probability (see :func:`classes_from_proba`)."""
+        return classes_from_proba(self.classes_, self.predict_proba(X))
 
     def predict_proba(self, X, bound=None):
         """Probabilities of the two classes, columns in the order of ``classes_``
@@ -303,13 +320,12 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if bound is not None and self.method != "vb":
             raise ValueError("bound applies to method='vb' (the Jaakkola-Jordan "
                              f"bounds), not to method={self.method!r}.")
-        if bound == "upper":
-            check_is_fitted(self)
-            K_cross, k_diag = self._cross(X)
-            mean, var = self._upper_bound().latent_mean_and_variance(K_cross, k_diag)
-        else:
-            mean, var = self.latent_mean_and_variance(X)
-        p1 = np.clip(self.likelihood_.predict(mean, var), 0.0, 1.0)
+        check_is_fitted(self)
+        posterior = self._upper_bound() if bound == "upper" else self.posterior_
+        p1 = np.empty(len(X))
+        for sl, mean, var in self._latent_chunks(X, posterior):
+            p1[sl] = self.likelihood_.predict(mean, var)
+        np.clip(p1, 0.0, 1.0, out=p1)
         return np.column_stack([1.0 - p1, p1])
 
     def _upper_bound(self):
@@ -640,6 +656,11 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Predict class labels for X.
 
+        The class of largest probability in :meth:`predict_proba`: with two
+        classes ``classes_[1]`` exactly where ``predict_proba(X)[:, 1] >= 0.5``
+        (a tie goes to ``classes_[1]``, as scikit-learn's tests require); with
+        ``multi_class="one_vs_one"`` the pairwise classifiers' vote.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
@@ -649,7 +670,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         C : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        return self.base_estimator_.predict(self._validate_X(X))
+        if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
+            return self.base_estimator_.predict(self._validate_X(X))
+        return classes_from_proba(self.classes_, self.predict_proba(X))
 
     def predict_proba(self, X, bound=None):
         """Class probabilities for X, columns in the order of ``classes_``.

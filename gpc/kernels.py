@@ -73,6 +73,7 @@ __all__ = [
     "contract",
     "is_psd_by_construction",
     "as_kernel",
+    "cross_covariance_chunks",
 ]
 
 _DEFAULT_BOUNDS = (1e-5, 1e5)
@@ -345,11 +346,15 @@ def _neg_half_sqdist(Z, ZY=None):
     return E
 
 
+class _NormOverflowError(ValueError):
+    """Inputs whose squared norms overflow (see :func:`_check_norms`)."""
+
+
 def _check_norms(h):
     """Refuse inputs whose squared norms (in length scales) overflow: the
     distances formed from them would be NaN."""
     if not np.isfinite(h.sum()):
-        raise ValueError(
+        raise _NormOverflowError(
             "The inputs' squared norms, in units of the length scales, overflow "
             "float64 (|x| > 1e154), so their distances cannot be computed: rescale "
             "the inputs, e.g. with sklearn.preprocessing.StandardScaler.")
@@ -1620,6 +1625,43 @@ def cross_covariance(kernel, X, Z):
     ls = _length_scale_for(ls, X, type(kernel).__name__)
     Xs, Zs = _scaled_inputs(X, Z, ls)
     return _se_matrix(Xs, Zs, variance)
+
+
+def cross_covariance_chunks(kernel, X, Z, chunk_size):
+    """``kernel(X, Z)`` and ``kernel.diag(Z)`` in blocks of the rows of Z.
+
+    Yields ``(start, K, k_diag)`` per block ``Z[start:start + chunk_size]``: ``K``
+    of shape (n_X, block) is Fortran-ordered float64 and freshly allocated (the
+    caller may overwrite it), computed by :func:`cross_covariance`, or by the
+    kernel itself (from differences) where the inputs' squared norms overflow.
+    Memory stays at one block however many rows Z has.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    X : array-like of shape (n_X, n_features) or list of object
+    Z : array-like of shape (n_Z, n_features) or list of object
+    chunk_size : int
+        Rows of Z per block (at least 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from gpc.kernels import cross_covariance_chunks
+    >>> X, Z = np.zeros((2, 1)), np.arange(5.0)[:, None]
+    >>> [(start, K.shape) for start, K, _ in cross_covariance_chunks(RBF(), X, Z, 2)]
+    [(0, (2, 2)), (2, (2, 2)), (4, (2, 1))]
+    """
+    step = max(int(chunk_size), 1)
+    for start in range(0, len(Z), step):
+        Zc = Z[start:start + step]
+        try:
+            K = cross_covariance(kernel, Zc, X)
+        except _NormOverflowError:
+            K = np.asarray(kernel(Zc, X), dtype=np.float64)
+        yield (start, np.asfortranarray(K.T),
+               np.ascontiguousarray(kernel.diag(Zc), dtype=np.float64))
 
 
 def _se_cross_sum(X, Z, length_scale, P):

@@ -11,7 +11,7 @@ mean ``k_*^T alpha``:
 """
 
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg.blas import dtrsm
 
 from .likelihoods import get_likelihood
 
@@ -44,7 +44,7 @@ class _Posterior:
         """
         return self._check_cross(K_cross).T @ self.alpha
 
-    def latent_mean_and_variance(self, K_cross, k_diag):
+    def latent_mean_and_variance(self, K_cross, k_diag, overwrite_cross=False):
         """Latent mean and variance at m test points.
 
         Parameters
@@ -53,6 +53,9 @@ class _Posterior:
             Covariances between the n training and m test points.
         k_diag : array-like of shape (m,)
             Prior variances of the test points.
+        overwrite_cross : bool, default=False
+            Allow the computation to overwrite ``K_cross`` (a Fortran-ordered
+            float64 array then saves a copy of its size).
 
         Returns
         -------
@@ -66,7 +69,8 @@ class _Posterior:
         mean = K_cross.T @ self.alpha
         if self.n == 0:
             return mean, k_diag.copy()
-        return mean, np.maximum(k_diag + self._variance_change(K_cross), 0.0)
+        change = self._variance_change(K_cross, overwrite_cross)
+        return mean, np.maximum(k_diag + change, 0.0)
 
     def predict_proba(self, K_cross, k_diag, likelihood):
         """Predictive probability ``p(y = +1)`` at m test points.
@@ -115,13 +119,17 @@ class SitePosterior(_Posterior):
         self.L = L
         self.Q = Q
 
-    def _variance_change(self, K_cross):
-        V = solve_triangular(self.L, self.sW[:, None] * K_cross, lower=True,
-                             check_finite=False)
-        change = -np.einsum("ij,ij->j", V, V)
+    def _variance_change(self, K_cross, overwrite=False):
+        change = np.zeros(K_cross.shape[1])
         if getattr(self, "Q", None) is not None:
             U = self.Q.T @ K_cross
             change += np.einsum("ij,ij->j", U, U)
+        # V = L^{-1} (sW K_cross), scaled and solved in place in a Fortran array.
+        V = K_cross if overwrite and K_cross.flags.f_contiguous else \
+            np.array(K_cross, order="F")
+        V *= self.sW[:, None]
+        V = dtrsm(1.0, self.L, V, lower=1, overwrite_b=1)
+        change -= np.einsum("ij,ij->j", V, V)
         return change
 
 
@@ -154,5 +162,5 @@ class ExplicitPosterior(_Posterior):
             raise ValueError(f"C must have shape ({self.n}, {self.n}), got "
                              f"{self.C.shape}.")
 
-    def _variance_change(self, K_cross):
+    def _variance_change(self, K_cross, overwrite=False):
         return np.einsum("ij,ij->j", K_cross, self.C @ K_cross)

@@ -68,8 +68,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _sparse
 from ._validation import check_integer, check_real
+from .classifier import classes_from_proba
 from .inference._base import check_kernel_psd
-from .kernels import as_kernel, contract
+from .kernels import as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
 from ._chunked import ChunkedData
 from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
@@ -254,14 +255,6 @@ def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites
             "n_skipped": int(counts[3])}
 
 
-def _chunks(kernel, bv_X, X, chunk_size):
-    """(start, K(BV, X_chunk) as a Fortran d x B array, k(x, x)) per chunk."""
-    for start in range(0, X.shape[0], chunk_size):
-        Xc = X[start:start + chunk_size]
-        yield (start, np.asfortranarray(kernel(bv_X, Xc), dtype=np.float64),
-               np.ascontiguousarray(kernel.diag(Xc), dtype=np.float64))
-
-
 def _site_posterior(kernel, X, state, tau, nu, chunk_size):
     """The posterior of f(BV) that the prior and the sites define, N(mu, S) with
     ``S = K (K + M)^{-1} K``, ``mu = K a``, ``a = (K + M)^{-1} eta`` (``K = K_BV``,
@@ -270,7 +263,7 @@ def _site_posterior(kernel, X, state, tau, nu, chunk_size):
     d = state.d
     K = np.asarray(kernel(state.X), dtype=np.float64)
     M, eta = np.zeros((d, d)), np.zeros(d)
-    for start, Kbx, _ in _chunks(kernel, state.X, X, chunk_size):
+    for start, Kbx, _ in cross_covariance_chunks(kernel, state.X, X, chunk_size):
         sl = slice(start, start + Kbx.shape[1])
         M += (Kbx * tau[sl]) @ Kbx.T
         eta += Kbx @ nu[sl]
@@ -290,7 +283,7 @@ def _site_evidence(kernel, likelihood, X, y, state, tau, nu, chunk_size, post):
     K, LK, LA, a, eta = post
     pieces = 0.0
     c_mean, c_var = np.empty(X.shape[0]), np.empty(X.shape[0])
-    for start, Kbx, kdiag in _chunks(kernel, state.X, X, chunk_size):
+    for start, Kbx, kdiag in cross_covariance_chunks(kernel, state.X, X, chunk_size):
         sl = slice(start, start + Kbx.shape[1])
         ta, na = tau[sl], nu[sl]
         m = Kbx.T @ a
@@ -359,7 +352,7 @@ def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
     for sweep in range(n_sweeps):
         load(post)
         change, skipped = 0.0, 0
-        for start, Kbx, kdiag in _chunks(kernel, state.X, X, chunk_size):
+        for start, Kbx, kdiag in cross_covariance_chunks(kernel, state.X, X, chunk_size):
             sl = slice(start, start + Kbx.shape[1])
             yc = np.ascontiguousarray(y[sl], dtype=np.float64)
             ta, na = tau[sl].copy(), nu[sl].copy()
@@ -767,8 +760,8 @@ class _SparseGP(BaseEstimator):
         X = validate_data(self, X, reset=False)
         mean = np.empty(X.shape[0])
         var = np.empty(X.shape[0])
-        for start, Kbx, kdiag in _chunks(self.kernel_, self.basis_vectors_, X,
-                                         max(self.chunk_size, 1)):
+        for start, Kbx, kdiag in cross_covariance_chunks(
+                self.kernel_, self.basis_vectors_, X, self.chunk_size):
             sl = slice(start, start + Kbx.shape[1])
             mean[sl] = Kbx.T @ self.alpha_
             if self._factors is None:
@@ -1054,8 +1047,9 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         return np.column_stack([1.0 - p1, p1])
 
     def predict(self, X):
-        """The class of largest posterior probability (two classes: the sign of the
-        latent mean).
+        """The class of largest probability in :meth:`predict_proba`: with two
+        classes ``classes_[1]`` exactly where ``predict_proba(X)[:, 1] >= 0.5``
+        (a tie goes to ``classes_[1]``).
 
         Parameters
         ----------
@@ -1066,10 +1060,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "classes_")
-        if self.one_vs_rest_ is not None:
-            return self.one_vs_rest_.predict(validate_data(self, X, reset=False))
-        mean, _ = self.latent_mean_and_variance(X)
-        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+        return classes_from_proba(self.classes_, self.predict_proba(X))
 
 
 class SparseGPRegressor(RegressorMixin, _SparseGP):

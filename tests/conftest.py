@@ -35,5 +35,7 @@ def pytest_report_header(config):
 
 @pytest.fixture
 def global_random_seed():
-    """The fixture scikit-learn's imported tests expect (its conftest is not ours)."""
-    return 0
+    """The fixture scikit-learn's imported tests expect (its conftest is not ours):
+    scikit-learn's default seed, 42, or ``SKLEARN_TESTS_GLOBAL_RANDOM_SEED`` when
+    that names one seed."""
+    return int(os.environ.get("SKLEARN_TESTS_GLOBAL_RANDOM_SEED", "42"))
