@@ -1,6 +1,7 @@
 """scikit-learn compatible Gaussian process classifiers."""
 
 import copy
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -23,6 +24,8 @@ from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
 _DEFAULT_METHOD = "laplace"
 #: Elements (float64) of one block of cross-covariances in prediction (32 MB).
 _PREDICT_BLOCK = 1 << 22
+#: Class probabilities closer than this count as tied (see ``predict_proba``).
+_TIE_TOL = 1e-12
 
 
 def _is_online(estimator):
@@ -44,6 +47,21 @@ def classes_from_proba(classes, proba):
     if len(classes) == 2:
         return np.where(proba[:, 1] >= 0.5, classes[1], classes[0])
     return classes[np.argmax(proba, axis=1)]
+
+
+def _at_bounds(estimator, atol=1e-6):
+    """Names of the learnt kernel hyperparameters of a fitted binary estimator
+    that ended at one of their bounds (none when nothing was learnt)."""
+    if getattr(estimator, "optimizer_result_", None) is None:
+        return []
+    kernel = estimator.kernel_
+    names = [h.name if h.n_elements == 1 else f"{h.name}[{k}]"
+             for h in kernel.hyperparameters if not h.fixed
+             for k in range(h.n_elements)]
+    theta, bounds = kernel.theta, kernel.bounds
+    close = (np.isclose(theta, bounds[:, 0], rtol=0.0, atol=atol)
+             | np.isclose(theta, bounds[:, 1], rtol=0.0, atol=atol))
+    return [name for name, c in zip(names, close) if c]
 
 
 def _default_kernel():
@@ -677,6 +695,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X, bound=None):
         """Class probabilities for X, columns in the order of ``classes_``.
 
+        A warning (:class:`UserWarning`) says when every input gets tied class
+        probabilities, so that the model predicts nothing and ``predict``'s
+        classes follow from ties (see Notes).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
@@ -690,6 +712,15 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         C : ndarray of shape (n_samples, n_classes)
+
+        Notes
+        -----
+        Tied probabilities everywhere (1/2 with two classes, 1/C with C classes
+        one-vs-rest) mean that the kernel gives these inputs no covariance with the
+        training data, typically because the inputs are not scaled (say, raw
+        pixel values against a unit length scale: standardise them, e.g. with
+        :class:`sklearn.preprocessing.StandardScaler`) or because evidence
+        maximisation ended at a hyperparameter bound (the warning names them).
         """
         check_is_fitted(self)
         if bound is not None:
@@ -699,7 +730,29 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
             raise ValueError("one_vs_one multi-class mode does not support predicting "
                              "probability estimates. Use one_vs_rest mode instead.")
-        return self.base_estimator_.predict_proba(self._validate_X(X))
+        proba = self.base_estimator_.predict_proba(self._validate_X(X))
+        self._warn_if_all_tied(proba)
+        return proba
+
+    def _warn_if_all_tied(self, proba):
+        """Warn when every row of ``proba`` (two or more) has its classes tied."""
+        if proba.shape[0] < 2:
+            return
+        top2 = np.sort(proba, axis=1)[:, -2:]
+        if np.any(top2[:, 1] - top2[:, 0] > _TIE_TOL):
+            return
+        estimators = ([self.base_estimator_] if self.n_classes_ == 2
+                      else self.base_estimator_.estimators_)
+        at_bounds = sorted({name for e in estimators for name in _at_bounds(e)})
+        where = (f"; evidence maximisation ended at the bounds of {at_bounds}"
+                 if at_bounds else "")
+        warnings.warn(
+            f"All {proba.shape[0]} inputs get tied class probabilities (to within "
+            f"{_TIE_TOL:g}), so the model predicts nothing for them and predict's "
+            f"classes follow from ties{where}. The kernel gives these inputs no "
+            "covariance with the training data: scale the inputs (e.g. "
+            "sklearn.preprocessing.StandardScaler) or widen the bounds.",
+            UserWarning, stacklevel=3)
 
     @property
     def kernel_(self):

@@ -8,6 +8,8 @@ must go to ``classes_[1]``.  With more classes, ``predict`` is the argmax of
 ``predict_proba``.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
@@ -28,6 +30,12 @@ def _data(n_classes=2):
 
 
 def _check_binary(clf, X_test, n_far):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # the far points' ties
+        _check_ties(clf, X_test, n_far)
+
+
+def _check_ties(clf, X_test, n_far):
     proba = clf.predict_proba(X_test)
     np.testing.assert_array_equal(proba[-n_far:, 1], 0.5)   # exact ties
     np.testing.assert_array_equal(
@@ -63,3 +71,25 @@ def test_multiclass_predict_is_the_argmax_of_predict_proba(estimator):
         estimator.predict(X_test),
         estimator.classes_[np.argmax(estimator.predict_proba(X_test), axis=1)])
 
+
+def test_tied_probabilities_everywhere_are_warned_about():
+    # Raw pixel values against a unit length scale: test digits have no covariance
+    # with the training ones, every class probability is 1/3, and predict's classes
+    # would follow from rounding.  Said with a warning; scaled inputs give none.
+    from sklearn.datasets import load_digits
+    X, y = load_digits(n_class=3, return_X_y=True)
+    clf = gpc.GaussianProcessClassifier(RBF(1.0), optimizer=None).fit(X[:60], y[:60])
+    with pytest.warns(UserWarning, match="All 40 inputs get tied class probabilities"):
+        clf.predict(X[60:100])
+    scaled = gpc.GaussianProcessClassifier(RBF(30.0), optimizer=None).fit(X[:60], y[:60])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert (scaled.predict(X[60:100]) == y[60:100]).mean() >= 0.85
+
+
+def test_the_warning_names_hyperparameters_at_their_bounds():
+    X, y, X_test, _ = _data()
+    kernel = RBF(1e-3, length_scale_bounds=(1e-5, 1e-3))
+    clf = gpc.GaussianProcessClassifier(kernel).fit(X, y)
+    with pytest.warns(UserWarning, match=r"bounds of \['length_scale'\]"):
+        clf.predict_proba(X_test[40:])
