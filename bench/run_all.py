@@ -18,6 +18,7 @@ the report's path.  The full mode writes the figures to ``bench/results/`` and t
 report to ``--write``; a paper suite left out with ``--only`` is represented by its
 latest full report (the suite's ``REPORT`` file in ``bench/results/``, written
 whenever the full mode runs it), so that ``bench/RESULTS.md`` always holds every table.
+The report's links resolve from the folder of its file.
 """
 
 import argparse
@@ -40,7 +41,8 @@ import paper_meanfield
 import paper_pl
 import paper_sparse
 import paper_vb
-from _common import RESULTS, machine_line, publish
+from _common import (BENCH, RESULTS, broken_links, machine_line, publish,
+                     relink)
 
 SPEED = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
          "sparse": bench_sparse, "sparse_learning": bench_sparse_learning,
@@ -106,8 +108,8 @@ def main(argv=None):
                 if not args.quick:
                     publish(text, saved)
             elif not args.quick and os.path.exists(saved):
-                with open(saved) as fh:
-                    text = fh.read()
+                with open(saved) as fh:  # its links resolve from bench/results
+                    text = relink(fh.read(), RESULTS, BENCH)
             else:
                 continue
             sections.append(_demote(text))
@@ -115,6 +117,8 @@ def main(argv=None):
     publish("\n".join(sections), write)
     if write:
         print(f"\nReport: {os.path.relpath(write)} (figures in {os.path.relpath(out)}/)")
+        for target in broken_links(write):
+            print(f"  broken link in the report: {target}")
 
 
 if __name__ == "__main__":
