@@ -146,11 +146,12 @@ def broken_links(path):
         os.path.join(folder, t.partition("#")[0]))]
 
 
-def publish(text, path=None):
-    """Print a Markdown report and, with a path, write it there (folders made), its
-    links, written relative to the ``bench`` folder, rewritten to resolve from the
-    file's folder."""
-    print(text)
+def publish(text, path=None, echo=True):
+    """Print a Markdown report (unless not ``echo``) and, with a path, write it there
+    (folders made), its links, written relative to the ``bench`` folder, rewritten
+    to resolve from the file's folder."""
+    if echo:
+        print(text)
     if path:
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)

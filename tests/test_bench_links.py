@@ -37,7 +37,7 @@ def test_committed_report_links_resolve(path, common):
 
 @pytest.mark.parametrize("where", [".", "results", "results/quick", "../elsewhere"])
 def test_published_links_resolve_from_the_report(where, tmp_path, common,
-                                                  monkeypatch):
+                                                  monkeypatch, capsys):
     # A report in a folder at another depth than bench/, as the quick mode's
     # bench/results/quick/REPORT.md is: written to a copy of bench/ under tmp_path.
     bench = tmp_path / "bench"
@@ -52,7 +52,8 @@ def test_published_links_resolve_from_the_report(where, tmp_path, common,
             f"Figure: {common.figure_ref(str(bench / 'results' / 'quick' / 'fig.png'))}, "
             "[web](https://example.org/x), [here](#top)")
     report = bench / where / "REPORT.md"
-    common.publish(text, str(report))
+    common.publish(text, str(report), echo=False)
+    assert capsys.readouterr().out == ""
     written = report.read_text()
     assert common.broken_links(str(report)) == []
     assert "(https://example.org/x)" in written and "(#top)" in written
