@@ -177,7 +177,9 @@ def fig2(n_seeds, png, verbose=True):
         ax.plot(grid[:, 0], mean - 2 * sd, color="C0", lw=0.6, ls="-.",
                 label="+- 2 sd")
         ax.set_title(f"{name} likelihood, lambda = {rates[name][0]:.2f}")
+        ax.set_xlabel("input x")
         ax.legend(fontsize=7)
+    axes[0].set_ylabel("target y, latent f(x)")
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
