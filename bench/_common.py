@@ -2,6 +2,7 @@
 
 import os
 import platform
+import re
 import time
 
 import numpy as np
@@ -11,7 +12,10 @@ from scipy.linalg import lapack
 
 import gpc
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+# The reports' links (figures, other reports) are written relative to BENCH, where
+# RESULTS.md lives; publish() rewrites them for the folder of the file it writes.
+BENCH = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(BENCH, "results")
 
 
 def make_data(n, d=8, seed=0):
@@ -107,13 +111,52 @@ def machine_line():
             f"{gpc.__version__}; BLAS: {', '.join(libs) or 'unknown'}.")
 
 
-def publish(text, path=None):
-    """Print a Markdown report and, with a path, write it there (folders made)."""
-    print(text)
+# A Markdown inline link's target: "](target)" or "](target "title")".
+_LINK = re.compile(r"(\]\()([^)\s]+)")
+
+
+def _relative(target):
+    """Whether a link target is a relative path (not a URL, absolute path or anchor)."""
+    return not (re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", target)
+                or target.startswith(("/", "#")))
+
+
+def relink(markdown, source=BENCH, dest=BENCH):
+    """``markdown`` with its relative link targets, written relative to the folder
+    ``source``, rewritten relative to the folder ``dest`` (URLs, absolute paths and
+    in-page anchors unchanged)."""
+    def fix(match):
+        target = match.group(2)
+        if not _relative(target):
+            return match.group(0)
+        path, hash_, anchor = target.partition("#")
+        new = os.path.relpath(os.path.join(source, path), dest).replace(os.sep, "/")
+        return match.group(1) + new + hash_ + anchor
+
+    return _LINK.sub(fix, markdown)
+
+
+def broken_links(path):
+    """The relative link targets of the Markdown file ``path`` that name no existing
+    file or folder from the file's folder (anchors not checked)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    with open(path) as fh:
+        targets = [m.group(2) for m in _LINK.finditer(fh.read())]
+    return [t for t in targets if _relative(t) and not os.path.exists(
+        os.path.join(folder, t.partition("#")[0]))]
+
+
+def publish(text, path=None, echo=True):
+    """Print a Markdown report (unless not ``echo``) and, with a path, write it there
+    (folders made), its links, written relative to the ``bench`` folder, rewritten
+    to resolve from the file's folder."""
+    if echo:
+        print(text)
     if path:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
         with open(path, "w") as fh:
-            fh.write(text)
+            fh.write(relink(text, BENCH, folder))
 
 
 def standalone(doc, add_arguments, run, argv=None, repeat=3, quick=None):
@@ -150,8 +193,14 @@ def add_paper_arguments(ap, quick_help):
 
 
 def figure_ref(png):
-    """How a report names a figure: its path relative to the ``bench`` folder."""
-    return os.path.relpath(os.path.abspath(png), os.path.dirname(RESULTS))
+    """How a report names a figure: a Markdown link to its path relative to the
+    ``bench`` folder (the convention of every report's links, see
+    :func:`publish`), or to its absolute path when outside it."""
+    path = os.path.abspath(png)
+    rel = os.path.relpath(path, BENCH).replace(os.sep, "/")
+    if rel.startswith("../"):
+        rel = path
+    return f"[`{rel}`]({rel})"
 
 
 def run_tasks(fn, tasks, jobs=1, describe=None, backend=None, checkpoint=None):

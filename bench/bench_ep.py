@@ -95,7 +95,8 @@ def bench_evaluations(sizes, repeat):
             row = dict(n=n, updates=updates,
                        t_chol=float(np.median([c_cold, c_warm, c_ep])), r_cold=r_cold,
                        sweeps_cold=_sweeps(cold), r_warm=r_warm, r_warm_ep=r_warm_ep,
-                       sweeps_warm=_sweeps(warm), t_r1=t_r1, sweep_r1=None)
+                       sweeps_warm=_sweeps(warm), t_r1=t_r1, sweep_r1=None,
+                       rounds=reps)
             if updates == "sequential":
                 K = np.asfortranarray(kernel(X))
                 t1, _ = best_of(lambda: _one_sweep(K, y, 1), repeat)
@@ -183,7 +184,18 @@ def bench_fit(n_train, n_test):
     return rows
 
 
+def _rounds(evals, updates):
+    """The rounds of the rows with these updates, as the report states them."""
+    rows = [r for r in evals if r["updates"] == updates]
+    if len({r["rounds"] for r in rows}) == 1:
+        return str(rows[0]["rounds"])
+    return ", ".join(f"{r['rounds']} at n = {r['n']}" for r in rows)
+
+
 def report(evals, fits, n_train, n_test, gpy_rows=()):
+    rounds = (f"rounds in this run: {_rounds(evals, 'parallel')} for parallel EP, "
+              f"3 x `--repeat`; {_rounds(evals, 'sequential')} for sequential EP, "
+              "`--repeat` up to n = 1000 and 1 above") if evals else ""
     lines = [
         "## EP: one evidence + gradient evaluation (8-D, gpc `SquaredExponential` ARD, "
         "length scales sqrt(8), variance 2, probit)",
@@ -192,9 +204,9 @@ def report(evals, fits, n_train, n_test, gpy_rows=()):
         "maximisation makes it: the kernel matrix (gpc's compiled routine), EP "
         "(`gpc.inference.get_method(\"ep\")`, without `gpc.infer`'s input checks) to "
         "convergence (tol 1e-8) with dK, and the kernel contraction of dK, in units of "
-        "one `dpotrf` of size n timed just before it: the median over the rounds "
-        "(3 x `--repeat`, 9 by default, for parallel EP) of the per-round ratio, so "
-        "that the machine's drift in speed cancels; the dpotrf column is the median of "
+        "one `dpotrf` of size n timed just before it: the median of the per-round "
+        "ratios, so that the machine's drift in speed cancels"
+        + (f" ({rounds})" if rounds else "") + "; the dpotrf column is the median of "
         "those references. Warm = started from the sites of the cold run after "
         "all length scales grew by 5%; \"EP alone\" is the EP call of the warm "
         "evaluation by itself. Sweeps: those followed by a factorisation + the cheap "

@@ -4,7 +4,7 @@ inference method's cost per iteration in units of one LAPACK Cholesky, in one ru
 * Fit and predict with fixed hyperparameters (``optimizer=None``) on the 8-D data of
   ``_common.make_data``, kernel ``C(2.0, "fixed") * RBF(np.full(8, sqrt(8)),
   "fixed")``, n = 500, 1000, 2000, 4000, 8000 (``--speed-sizes``; ``--quick``: 500,
-  1000, 2000); predictions (``predict_proba``) on 1000 test inputs.
+  1000); predictions (``predict_proba``) on 1000 test inputs.
   scikit-learn's ``GaussianProcessClassifier`` (Laplace, logit) against gpc's with
   the same kernel and likelihood (the same model: the largest difference of their
   probabilities is reported as a correctness check); gpc's other methods (EP and PL
@@ -16,7 +16,8 @@ inference method's cost per iteration in units of one LAPACK Cholesky, in one ru
   iterations (Newton steps, sweeps, fixed-point steps: read from ``result.info``),
   in units of one ``dpotrf`` of size n measured in the same run, for every method
   (Laplace, EP and PL parallel and sequential, mean field, naive mean field, VB,
-  ADF) at the sizes up to 4000 (``--speed-iteration-sizes``; ``--quick``: 2000).
+  ADF) at the sizes up to 4000 (``--speed-iteration-sizes``; ``--quick``: up to
+  1000).
   Sequential EP and PL are capped at 2 sweeps from n = 4000 on.
 * A figure: fit (and predict) time against n, log-log, in the folder ``--out``.
 
@@ -422,11 +423,12 @@ def report(fits, gpy, iters, repeat, figure_path, command=None, seconds=None):
             "Newton steps (one Cholesky of B each, plus one at the solution; the "
             "ensemble method also factorises and inverts K once); VB `n_iter`, "
             "fixed-point steps (one Cholesky and triangular inverse of B each); ADF "
-            f"`n_sweeps`, one sweep of n moment-matched rank-one updates. From n = "
-            f"{SEQUENTIAL_CAP_N} on, sequential EP and PL are capped at "
-            f"`max_sweeps={SEQUENTIAL_MAX_SWEEPS}` (their sweeps cost O(n^3) in "
-            "rank-one updates): not converged, their figure is per sweep of the "
-            "first sweeps from the prior.",
+            "`n_sweeps`, one sweep of n moment-matched rank-one updates."
+            + (f" From n = {SEQUENTIAL_CAP_N} on, sequential EP and PL are capped at "
+               f"`max_sweeps={SEQUENTIAL_MAX_SWEEPS}` (their sweeps cost O(n^3) in "
+               "rank-one updates): not converged, their figure is per sweep of the "
+               "first sweeps from the prior."
+               if any(r["n"] >= SEQUENTIAL_CAP_N for r in iters) else ""),
             "",
             "| n | method | likelihood | iterations | call (s) | call (Choleskys) | "
             "per iteration (Choleskys) | dpotrf (ms) | notes |",
@@ -464,7 +466,7 @@ def add_arguments(ap):
                          "only at the sizes up to this (default 0: at every size)")
     for option, kwargs in (
             ("--quick", dict(action="store_true",
-                             help="a short run (speed: sizes 500, 1000, 2000)")),
+                             help=f"a short run (speed: sizes {QUICK_SIZES})")),
             ("--out", dict(default=DEFAULT_OUT,
                            help="folder for the figures (default: bench/results)"))):
         if not _has(ap, option):

@@ -450,7 +450,7 @@ def run(args, argv=None):
         + a_cfg + " MCMC values: estimate +- one Monte Carlo standard error. "
         "Differences: method minus MCMC (the VB lower bound, the ensemble mean "
         "field's -F and the VB upper bound are bounds, so their sign is known).", "",
-        f"Figure: `{figure_ref(png)}`", ""]
+        f"Figure: {figure_ref(png)}", ""]
     lines += summary_lines(results)
     lines += tables(results, likelihoods)
     lines += cross_check_lines(results)

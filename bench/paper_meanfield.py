@@ -258,7 +258,7 @@ def fig2(n_splits, png, verbose=True):
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
-    return lines + ["", f"Figure: `{figure_ref(png)}`"]
+    return lines + ["", f"Figure: {figure_ref(png)}"]
 
 
 def add_arguments(ap):

@@ -132,7 +132,7 @@ def fig1(n_splits, sizes, png, verbose=True):
     for j, d in enumerate(sizes):
         lines.append(f"| {d} | {sparse[:, j].mean():.2f} ({sparse[:, j].std():.2f}) | "
                      f"{partial[:, j].mean():.2f} ({partial[:, j].std():.2f}) |")
-    return lines + ["", f"Figure: `{figure_ref(png)}`"]
+    return lines + ["", f"Figure: {figure_ref(png)}"]
 
 
 # -- Fig. 2 -------------------------------------------------------------------------
@@ -177,7 +177,9 @@ def fig2(n_seeds, png, verbose=True):
         ax.plot(grid[:, 0], mean - 2 * sd, color="C0", lw=0.6, ls="-.",
                 label="+- 2 sd")
         ax.set_title(f"{name} likelihood, lambda = {rates[name][0]:.2f}")
+        ax.set_xlabel("input x")
         ax.legend(fontsize=7)
+    axes[0].set_ylabel("target y, latent f(x)")
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
@@ -194,7 +196,7 @@ def fig2(n_seeds, png, verbose=True):
         lines.append(f"| {name} | {r.mean():.3f} | {r.std():.3f} | {b.mean():.3f} | "
                      f"{b.std():.3f} |")
     return lines + ["", "For reference, Exp(2) noise has mean 0.5 and median "
-                    f"{np.log(2) / 2:.3f}.", "", f"Figure: `{figure_ref(png)}`"]
+                    f"{np.log(2) / 2:.3f}.", "", f"Figure: {figure_ref(png)}"]
 
 
 # -- Fig. 5 -------------------------------------------------------------------------
@@ -261,7 +263,7 @@ def fig5(n_splits, n_em, png, verbose=True):
                      f"{np.array2string(log_w[:, it].mean(0), precision=2)} |")
     lines += ["", f"Inputs by final log weight: {[int(i) + 1 for i in order]} (1 = "
               "species, 2-6 = "
-              "FL, RW, CL, CW, BD).", "", f"Figure: `{figure_ref(png)}`"]
+              "FL, RW, CL, CW, BD).", "", f"Figure: {figure_ref(png)}"]
     return lines
 
 

@@ -85,7 +85,7 @@ def toy(png):
             f"the mean distance from 0.5 is {np.mean(np.abs(lower[inside] - 0.5)):.3f}"
             f" (lower) against {np.mean(np.abs(upper[inside] - 0.5)):.3f} (upper): "
             "the lower bound is the more confident.", "",
-            f"Figure: `{figure_ref(png)}`"]
+            f"Figure: {figure_ref(png)}"]
 
 
 def splits(name, n_splits):

@@ -13,11 +13,13 @@ suites (``paper_*.py``) reproduce the papers' tables and figures; their
 independent tasks (cross-validation folds, settings) run in ``--jobs`` joblib
 workers with one BLAS thread each.
 
-The quick mode writes its report and figures to ``bench/results/quick/`` and prints
-the report's path.  The full mode writes the figures to ``bench/results/`` and the
-report to ``--write``; a paper suite left out with ``--only`` is represented by its
+Both modes print their progress, not the report.  The quick mode writes its report
+and figures to ``bench/results/quick/`` and prints the report's path.  The full mode
+writes the figures to ``bench/results/`` and the report to ``--write`` (printing it
+without ``--write``); a paper suite left out with ``--only`` is represented by its
 latest full report (the suite's ``REPORT`` file in ``bench/results/``, written
 whenever the full mode runs it), so that ``bench/RESULTS.md`` always holds every table.
+The report's links resolve from the folder of its file.
 """
 
 import argparse
@@ -40,7 +42,8 @@ import paper_meanfield
 import paper_pl
 import paper_sparse
 import paper_vb
-from _common import RESULTS, machine_line, publish
+from _common import (BENCH, RESULTS, broken_links, machine_line, publish,
+                     relink)
 
 SPEED = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
          "sparse": bench_sparse, "sparse_learning": bench_sparse_learning,
@@ -94,27 +97,35 @@ def main(argv=None):
     sections = ["# Benchmark results", "",
                 f"{datetime.date.today().isoformat()}, {mode}. Command: "
                 f"`python bench/run_all.py {' '.join(argv[1:])}`  ", machine_line(), ""]
+    todo = [name for name in ORDER if name in args.only]
     for name in ORDER:
+        if name in args.only:
+            print(f"== {name} ({todo.index(name) + 1} of {len(todo)}, "
+                  f"{time.perf_counter() - t0:.0f} s so far)", flush=True)
         if name in SPEED and name in args.only:
-            print(f"== {name}", flush=True)
             sections.append(SPEED[name].run(args))
         elif name in PAPERS:
             saved = os.path.join(RESULTS, PAPERS[name].REPORT)
             if name in args.only:
-                print(f"== {name}", flush=True)
                 text = _paper_report(name, PAPERS[name], args.quick, out, args.jobs)
                 if not args.quick:
-                    publish(text, saved)
+                    publish(text, saved, echo=False)
+                    print(f"  report: {os.path.relpath(saved)}", flush=True)
             elif not args.quick and os.path.exists(saved):
-                with open(saved) as fh:
-                    text = fh.read()
+                with open(saved) as fh:  # its links resolve from bench/results
+                    text = relink(fh.read(), RESULTS, BENCH)
             else:
                 continue
             sections.append(_demote(text))
-    sections += ["", f"All suites of this run: {time.perf_counter() - t0:.0f} s.", ""]
-    publish("\n".join(sections), write)
+    seconds = time.perf_counter() - t0
+    sections += ["", f"All suites of this run: {seconds:.0f} s.", ""]
+    # The report goes to its file; printed only when there is no file to point to.
+    publish("\n".join(sections), write, echo=not write)
+    print(f"\nAll suites done in {seconds:.0f} s.")
     if write:
-        print(f"\nReport: {os.path.relpath(write)} (figures in {os.path.relpath(out)}/)")
+        print(f"Report: {os.path.relpath(write)} (figures in {os.path.relpath(out)}/)")
+        for target in broken_links(write):
+            print(f"  broken link in the report: {target}")
 
 
 if __name__ == "__main__":
