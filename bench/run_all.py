@@ -29,6 +29,7 @@ import sys
 import time
 
 import bench_adf
+import bench_defaults
 import bench_ep
 import bench_laplace
 import bench_pl
@@ -45,9 +46,9 @@ import paper_vb
 from _common import (BENCH, RESULTS, broken_links, machine_line, publish,
                      relink)
 
-SPEED = {"laplace": bench_laplace, "ep": bench_ep, "pl": bench_pl, "adf": bench_adf,
-         "sparse": bench_sparse, "sparse_learning": bench_sparse_learning,
-         "vb": bench_vb, "speed": bench_speed}
+SPEED = {"defaults": bench_defaults, "laplace": bench_laplace, "ep": bench_ep,
+         "pl": bench_pl, "adf": bench_adf, "sparse": bench_sparse,
+         "sparse_learning": bench_sparse_learning, "vb": bench_vb, "speed": bench_speed}
 PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
           "paper_vb": paper_vb, "paper_sparse": paper_sparse,
           "paper_evidence": paper_evidence, "pairs_cv": pairs_cv}
