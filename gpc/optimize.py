@@ -400,9 +400,9 @@ class EvidenceObjective:
     previous call left (the optimiser's evaluations are close together, so Newton or
     EP starts near its answer), and turns ``dK`` into the gradient with
     :func:`gpc.kernels.contract` (no n x n x p tensor).  Methods that take a
-    ``workspace`` (EP, PL) get one kept across calls, so that their n x n buffers
-    are not allocated and page-faulted in afresh at every evaluation (at n = 2000
-    that was worth about one Cholesky per EP evaluation here).
+    ``workspace`` (Laplace, EP, PL) get one kept across calls, so that their n x n
+    buffers are not allocated and page-faulted in afresh at every evaluation (at
+    n = 2000 that was worth about one Cholesky per EP evaluation here).
 
     Parameters
     ----------

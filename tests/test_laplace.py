@@ -384,3 +384,16 @@ def test_badly_scaled_kernel_falls_back_to_double(lik, sf2, nugget):
     res = gpc.infer(K, y, likelihood=lik)
     _assert_same_answer(res, f, a, log_z)
 
+
+def test_workspace_buffers_are_reused():
+    K, y = problem(80, 14, 1.0, 3.0)
+    ws = {}
+    first = gpc.infer(K, y, likelihood="logit", workspace=ws)
+    L, dK = ws["L"], ws["dK"]
+    assert first.posterior.L is L and first.dK is dK
+    fresh = gpc.infer(K * 1.1, y, likelihood="logit")
+    again = gpc.infer(K * 1.1, y, likelihood="logit", workspace=ws)
+    assert again.posterior.L is L and again.dK is dK
+    np.testing.assert_array_equal(again.posterior.L, fresh.posterior.L)
+    np.testing.assert_array_equal(again.dK, fresh.dK)
+    assert again.log_evidence == fresh.log_evidence

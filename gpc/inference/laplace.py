@@ -8,12 +8,12 @@ from sklearn.exceptions import ConvergenceWarning
 from .. import _laplace
 from .._validation import check_integer, check_real
 from ..posterior import SitePosterior
-from ._base import InferenceResult, register, with_jitter
+from ._base import InferenceResult, register, with_jitter, workspace_array
 
 
-@register("laplace", state=("alpha",))
+@register("laplace", state=("alpha",), workspace=True)
 def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
-            max_iter=100, single_precision=True):
+            max_iter=100, single_precision=True, workspace=None):
     """Laplace approximation of the GP classification posterior.
 
     Newton's method on ``psi(f) = log p(y|f) - f' K^{-1} f / 2`` written with
@@ -51,6 +51,11 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         factorisation at the returned mode, from which the evidence and the
         posterior come, is always in double, and the mode and evidence are those of
         the all-double iteration to rounding.  False: every factorisation in double.
+    workspace : dict, optional
+        Buffers kept by the caller across calls at one n (evidence maximisation
+        passes one; see :func:`gpc.inference._base.workspace_array`).  The
+        result's ``dK`` and ``posterior.L`` may then live in it: they are only
+        valid until the next call with the same workspace.
 
     Returns
     -------
@@ -82,7 +87,8 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         alpha = alpha0.copy()
         f = np.empty(n)
         sW = np.empty(n)
-        L = np.zeros((n, n), order="F")
+        # Only L's lower triangle is written (its upper one stays zero).
+        L = workspace_array(workspace, "L", (n, n))
         status, n_iter, converged, psi, logdet, halvings, n_single = \
             _laplace.newton_mode(Kj, y, likelihood.code, par, alpha, f, sW, L,
                                  float(tol), int(max_iter), max_cond)
@@ -103,7 +109,7 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
             ConvergenceWarning, stacklevel=3)
     dK = None
     if compute_gradient:
-        dK = np.empty((n, n), order="F")
+        dK = workspace_array(workspace, "dK", (n, n))
         info = _laplace.evidence_dK(Kj, L, y, likelihood.code, par, alpha, f, sW, dK)
         if info != 0:
             raise FloatingPointError("Laplace: inverting B failed (LAPACK info "
