@@ -10,14 +10,14 @@
 # written in full (both triangles).
 #
 # Newton steps factorise B in single precision (spotrf) while it is well conditioned,
-# in L's own storage (n^2 floats fit in its first n/2 + 1 columns, both triangles).
+# in L's own storage (n^2 floats fit in its first n/2 + 1 columns, both triangles),
+# and once they converge fast, the next steps reuse the last factor (chord steps).
 # Every step is taken in correction form, da = g - sW B^{-1} sW K g with the
-# gradient g = d log p/df - a in double, so that the rounding of a single-precision
-# factor only makes a step slightly inexact and the next step corrects it: the
-# iteration converges to the mode of the all-double one.  A single-precision step
-# ends the iteration only when the step before it shows that its rounding is small
-# (``_trust_single``).  The factor returned in L is always a double-precision one at
-# the returned point.
+# gradient g = d log p/df - a in double, so that an inexact factor only makes a step
+# slightly inexact and the next step corrects it: the iteration converges to the
+# mode of the exact one.  An inexact step ends the iteration only when the step
+# sizes show that its error is small (``_trust_inexact``).  The factor returned in L
+# is always a fresh double-precision one at the returned point.
 
 from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
@@ -67,6 +67,7 @@ cdef struct Newton:
     double* a           # the current point: a = K^{-1} f ...
     double* f           # ... and f
     double* sW          # sqrt(W) at f
+    double* sF          # the sW with which the factor in L was formed
     double* d1          # d log p/df at f
     double* w           # W = -d2 log p/df2 at f (clipped at 0)
     double* g           # the gradient of psi in a's coordinates: d1 - a
@@ -80,7 +81,7 @@ cdef struct Newton:
 
 cdef struct Outcome:
     # What a run reports (newton_mode's return value).
-    int status, n_iter, halvings, n_single
+    int status, n_iter, halvings, n_single, n_reused
     bint converged
     double psi, logdet
 
@@ -175,12 +176,13 @@ cdef int _factorise(Newton* nw, bint single) noexcept nogil:
 
 cdef void _direction(Newton* nw, bint single) noexcept nogil:
     """The Newton step from the current point, in correction form:
-    da = g - sW B^{-1} sW K g and df = K da (c = K g from ``_factorise``; the
-    solve in single precision after a single-precision factorisation)."""
+    da = g - sF B^{-1} sF K g and df = K da, with the factor of B = I + sF K sF in
+    L (from this point, sF = sW, or from the previous one: a chord step), c = K g
+    given; the solve in single precision for a single-precision factor."""
     cdef char uplo = b'L'
     cdef int i, n = nw.n, one = 1, info = 0
     for i in range(n):
-        nw.c[i] *= nw.sW[i]
+        nw.c[i] *= nw.sF[i]
     if single:
         for i in range(n):
             nw.x32[i] = <float> nw.c[i]
@@ -190,7 +192,7 @@ cdef void _direction(Newton* nw, bint single) noexcept nogil:
     else:
         chol_solve_lower(nw.L, n, nw.c, 1)
     for i in range(n):
-        nw.da[i] = nw.g[i] - nw.sW[i] * nw.c[i]
+        nw.da[i] = nw.g[i] - nw.sF[i] * nw.c[i]
     symv_lower(nw.K, n, nw.da, nw.df, 1.0, 0.0)
 
 
@@ -216,16 +218,36 @@ cdef int _line_search(Newton* nw, double psi_old, double err, double* psi_new,
         k += 1
 
 
-cdef bint _trust_single(double delta, double delta_prev, bint prev_single,
-                        double converged_at) noexcept nogil:
-    """Whether a step from a single-precision factorisation may be taken as it is:
-    finite, and, if it is small enough to end the iteration, the second of two
-    single-precision steps whose ratio (below 1e-3) bounds the factor's relative
-    rounding error (each step's error shows up as the size of the next step), so
-    that it ends at the mode of the double-precision iteration."""
+cdef bint _trust_inexact(double delta, double delta_prev, bint revealed,
+                         double converged_at) noexcept nogil:
+    """Whether a step from an inexact factor (single precision, or the previous
+    point's) may be taken as it is: finite, and, if it is small enough to end the
+    iteration, at most 1e-3 times the step before it while that ratio bounds its
+    relative error (``revealed``), so that it ends at the mode of the exact
+    iteration.  Each step's error shows up as the size of the next step: the
+    ratio bounds the error of a chord step (whose factor's error is that of the
+    step before), and that of a single-precision step after another one."""
     if not isfinite(delta):
         return False
-    return delta > converged_at or (prev_single and delta <= 1e-3 * delta_prev)
+    return delta > converged_at or (revealed and delta <= 1e-3 * delta_prev)
+
+
+cdef bint _chord_pays(double delta_prev, double delta_prev2,
+                      bint prev_fresh) noexcept nogil:
+    """Whether the next step may reuse the last factorisation (a chord step, no
+    factorisation), from the last two step sizes.  In Newton's quadratic phase,
+    with rho the ratio of the last step to the one before, a chord step errs by
+    about twice the ratio of the next step to the last one, predicted rho^2 after
+    a fresh factorisation, and by about as much as the last step did after a
+    chord step (the same factor, about as far back), which the last step's ratio
+    bounds.  Either way the predicted error must be at most 1e-3, for fast
+    convergence and for ``_trust_inexact`` to accept the step that ends the
+    iteration."""
+    cdef double rho
+    if not (isfinite(delta_prev2) and delta_prev2 > 0.0):
+        return False
+    rho = delta_prev / delta_prev2
+    return 2.0 * rho * rho <= 1e-3 if prev_fresh else rho <= 1e-3
 
 
 cdef void _clear_scratch(double* L, int n) noexcept nogil:
@@ -237,19 +259,36 @@ cdef void _clear_scratch(double* L, int n) noexcept nogil:
             L[i + <size_t> j * n] = 0.0
 
 
-cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond,
+cdef int _factorise_at(Newton* nw, bint single, Outcome* out) noexcept nogil:
+    """``_factorise`` at the current point (in single precision if ``single``,
+    redone in double if that fails), sF set to sW; out.status receives the
+    status.  Returns whether the factor is in single precision."""
+    cdef int i
+    out.status = _factorise(nw, single)
+    out.n_single += single
+    if out.status == ST_SINGLE_FAILED:
+        single = False
+        out.status = _factorise(nw, False)
+    for i in range(nw.n):
+        nw.sF[i] = nw.sW[i]
+    return single
+
+
+cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond, bint reuse,
                  Outcome* out) except -1 nogil:
     """Newton's method with step halving from the point in (a, f) (see
-    ``newton_mode``); fills ``out``.  A step from a single-precision factorisation
-    that fails, is not finite, needs halving or would end the iteration without
-    ``_trust_single`` is not taken: the factorisation is redone in double, and so
-    are all the next ones (also once single-precision steps stop shrinking fast
-    near the mode)."""
+    ``newton_mode``); fills ``out``.  A step from an inexact factor (single
+    precision, or a chord step) that is not finite, needs halving or would end
+    the iteration without ``_trust_inexact`` is not taken: the step is redone
+    from a fresh factorisation, in double after a single-precision one (as are
+    all the next ones, also once single-precision steps stop shrinking fast near
+    the mode, or after a failed single-precision factorisation)."""
     cdef int i, k, n = nw.n
-    cdef bint done = False, single, single_ok = max_cond > 0.0
-    cdef bint last_full = False, prev_single = False
+    cdef bint done = False, single = False, chord, exact, factor_single = False
+    cdef bint single_ok = max_cond > 0.0, chord_ok = reuse
+    cdef bint last_full = False, prev_single = False, prev_fresh = False
     cdef double psi_old, psi_new, err, err_new, sum_lp, scale
-    cdef double delta, delta_prev = INFINITY, next_check = 0.0
+    cdef double delta, delta_prev = INFINITY, delta_prev2 = INFINITY, next_check = 0.0
     psi_old = _start(nw, &err)
     out.status = ST_OK if isfinite(psi_old) else ST_NONFINITE
     while out.status == ST_OK:
@@ -260,33 +299,40 @@ cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond,
         for i in range(n):
             nw.sW[i] = sqrt(nw.w[i])
             nw.g[i] = nw.d1[i] - nw.a[i]
+        scale = 1.0 + _max_abs(nw.f, n)
         # The factor of the returned point (the last one) is always in double.
-        single = single_ok and not done and out.n_iter < max_iter \
-            and _cond_bound(nw) <= max_cond
-        out.status = _factorise(nw, single)
-        out.n_single += single
-        if out.status == ST_SINGLE_FAILED:
-            single = single_ok = False
-            out.status = _factorise(nw, False)
-        if out.status != ST_OK:
-            break
+        chord = chord_ok and not done and out.n_iter < max_iter \
+            and _chord_pays(delta_prev, delta_prev2, prev_fresh)
+        if chord:
+            single = False
+            symv_lower(nw.K, n, nw.g, nw.c, 1.0, 0.0)
+            out.n_reused += 1
+        else:
+            single = single_ok and not done and out.n_iter < max_iter \
+                and _cond_bound(nw) <= max_cond
+            factor_single = _factorise_at(nw, single, out)
+            single_ok = single_ok and (factor_single or not single)
+            single = factor_single
+            if out.status != ST_OK:
+                break
         if done or out.n_iter >= max_iter:
             break
-        _direction(nw, single)
+        _direction(nw, factor_single)
         delta = _max_abs(nw.df, n)
-        scale = 1.0 + _max_abs(nw.f, n)
-        if single and not _trust_single(delta, delta_prev, prev_single,
-                                        tol * scale):
-            single_ok = False
+        exact = not (single or chord)
+        if not exact and not _trust_inexact(delta, delta_prev, chord or prev_single,
+                                            tol * scale):
+            single_ok = single_ok and chord
+            chord_ok = False
             continue
         if not isfinite(delta):
             out.status = ST_NONFINITE
             break
-        if delta <= tol * scale or (
-                last_full and delta >= 0.5 * delta_prev and delta <= 1e-6 * scale):
-            # Converged (or, after full double-precision steps, at the rounding
-            # floor, where steps stop shrinking): take the last, tiny step and
-            # factorise B there once more.
+        if delta <= tol * scale or (exact and last_full and delta >= 0.5 * delta_prev
+                                    and delta <= 1e-6 * scale):
+            # Converged (or, after full exact steps, at the rounding floor, where
+            # steps stop shrinking): take the last, tiny step and factorise B
+            # there once more.
             for i in range(n):
                 nw.a[i] += nw.da[i]
                 nw.f[i] += nw.df[i]
@@ -295,8 +341,9 @@ cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond,
             done = out.converged = True
             continue
         k = _line_search(nw, psi_old, err, &psi_new, &err_new)
-        if single and k != 0:
-            single_ok = False
+        if not exact and k != 0:
+            single_ok = single_ok and chord
+            chord_ok = False
             continue
         out.n_iter += 1
         if k < 0:
@@ -308,8 +355,10 @@ cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond,
         out.halvings += k
         if single and delta <= 1e-4 * scale and delta > 1e-2 * delta_prev:
             single_ok = False     # near the mode and not converging fast
-        last_full = k == 0 and not single
-        prev_single = single
+        last_full = k == 0 and exact
+        prev_single = factor_single
+        prev_fresh = not chord
+        delta_prev2 = delta_prev
         delta_prev = delta
         for i in range(n):
             nw.a[i] = nw.a_try[i]
@@ -348,7 +397,7 @@ def _check_par(int lik, par):
 def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
                 const double[::1] par, double[::1] alpha, double[::1] f,
                 double[::1] sW, double[::1, :] L, double tol, int max_iter,
-                double max_single_cond=SINGLE_MAX_COND):
+                double max_single_cond=SINGLE_MAX_COND, bint reuse=True):
     """Newton iterations for the Laplace mode, factorising B at the returned point.
 
     Parameters
@@ -369,15 +418,18 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
         in single precision while 1 + sum_i W_i K_ii, a bound on the condition
         number of B, is at most this (0 turns single precision off); see
         ``_newton`` for when it falls back to double.
+    reuse : whether steps may reuse the last factorisation once the steps converge
+        fast (chord steps, see ``_chord_pays``).
 
     Signal handlers get their turn (``check_signals``) before every Newton step: a
     KeyboardInterrupt leaves alpha, f, sW and L part-updated.
 
     Returns
     -------
-    (status, n_iter, converged, psi, sum_log_diag_L, n_halvings, n_single) where
-    n_single counts the single-precision factorisations tried (failed ones and
-    those whose step was redone in double included).
+    (status, n_iter, converged, psi, sum_log_diag_L, n_halvings, n_single,
+    n_reused) where n_single counts the single-precision factorisations tried
+    (failed ones and those whose step was redone included) and n_reused the
+    chord steps tried.
     """
     cdef int n = K.shape[0]
     cdef double* work = NULL
@@ -386,7 +438,7 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L)
     _check_par(lik, par)
     if n == 0:
-        return ST_OK, 0, True, 0.0, 0.0, 0, 0
+        return ST_OK, 0, True, 0.0, 0.0, 0, 0, 0
     # Pointers into the caller's arrays only once their shapes are checked and n > 0
     # (&K[0, 0] of an empty array is an out-of-bounds index).
     nw.lik = lik
@@ -398,21 +450,22 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     nw.a = &alpha[0]
     nw.f = &f[0]
     nw.sW = &sW[0]
-    work = <double*> malloc((9 * n + 1) * sizeof(double))
+    work = <double*> malloc((10 * n + 1) * sizeof(double))
     if work == NULL:
         raise MemoryError()
     nw.d1 = work; nw.w = work + n; nw.g = work + 2 * n; nw.c = work + 3 * n
     nw.da = work + 4 * n; nw.df = work + 5 * n; nw.a_try = work + 6 * n
-    nw.f_try = work + 7 * n; nw.x32 = <float*> (work + 8 * n)
-    out.n_iter = 0; out.halvings = 0; out.n_single = 0; out.converged = False
+    nw.f_try = work + 7 * n; nw.sF = work + 8 * n; nw.x32 = <float*> (work + 9 * n)
+    out.n_iter = 0; out.halvings = 0; out.n_single = 0; out.n_reused = 0
+    out.converged = False
     out.logdet = 0.0
     try:
         with nogil:
-            _newton(&nw, tol, max_iter, max_single_cond, &out)
+            _newton(&nw, tol, max_iter, max_single_cond, reuse, &out)
     finally:
         free(work)
     return (out.status, out.n_iter, bool(out.converged), out.psi, out.logdet,
-            out.halvings, out.n_single)
+            out.halvings, out.n_single, out.n_reused)
 
 
 def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1] y,

@@ -261,8 +261,8 @@ def test_predictions_from_the_posterior():
 
 
 # ---------------------------------------------------------------------------
-# Single-precision Newton steps: the mode, alpha and evidence of the all-double
-# iteration (issue 27)
+# Inexact Newton steps (single-precision factorisations, chord steps): the mode,
+# alpha and evidence of plain Newton in double (issue 27)
 # ---------------------------------------------------------------------------
 
 
@@ -315,14 +315,19 @@ def _assert_same_answer(res, f, a, log_z):
 
 @pytest.mark.parametrize("lik", ["probit", "logit"])
 @pytest.mark.parametrize("sf2", [1.0, 30.0])
-def test_single_precision_steps_keep_the_double_mode(lik, sf2):
+def test_inexact_steps_keep_the_exact_mode(lik, sf2):
     K, y = problem(300, 11, 1.5, sf2, d=3)
     f, a, log_z = reference_newton(K, y, lik)
     res = gpc.infer(K, y, likelihood=lik)
-    assert res.info["converged"] and res.info["n_single"] > 0
+    assert res.info["converged"]
+    assert res.info["n_single"] > 0 and res.info["n_reused"] > 0
     _assert_same_answer(res, f, a, log_z)
-    double = gpc.infer(K, y, likelihood=lik, single_precision=False)
-    assert double.info["n_single"] == 0
+    chord = gpc.infer(K, y, likelihood=lik, single_precision=False)
+    assert chord.info["n_single"] == 0 and chord.info["n_reused"] > 0
+    _assert_same_answer(chord, f, a, log_z)
+    double = gpc.infer(K, y, likelihood=lik, single_precision=False,
+                       reuse_factor=False)
+    assert double.info["n_single"] == double.info["n_reused"] == 0
     _assert_same_answer(double, f, a, log_z)
     np.testing.assert_allclose(res.dK, double.dK, rtol=0,
                                atol=1e-10 * np.abs(double.dK).max())
@@ -336,12 +341,13 @@ def test_single_precision_steps_keep_the_double_mode(lik, sf2):
 
 
 @pytest.mark.parametrize("lik", ["probit", "logit"])
-def test_single_precision_warm_start_keeps_the_double_mode(lik):
+def test_inexact_steps_from_a_warm_start_keep_the_exact_mode(lik):
     K, y = problem(250, 12, 1.0, 5.0, d=2)
     near = gpc.infer(K * 1.05, y, likelihood=lik)
     f, a, log_z = reference_newton(K, y, lik, alpha=near.state["alpha"])
     warm = gpc.infer(K, y, likelihood=lik, init=near.state)
-    assert warm.info["converged"] and warm.info["n_single"] > 0
+    assert warm.info["converged"]
+    assert warm.info["n_single"] > 0 and warm.info["n_reused"] > 0
     _assert_same_answer(warm, f, a, log_z)
     # Started at the mode itself: the first step is already below tol, which a
     # single-precision step cannot vouch for; it is redone in double.
@@ -367,8 +373,8 @@ def test_badly_scaled_kernel_falls_back_to_double(lik, sf2, nugget):
     for cond in (np.inf, 0.0):
         alpha, f, sW = np.zeros(200), np.empty(200), np.empty(200)
         L = np.zeros((200, 200), order="F")
-        status, n_iter, conv, psi, logdet, _, n_single = _laplace.newton_mode(
-            K, y, code, np.zeros(0), alpha, f, sW, L, 1e-10, 100, cond)
+        status, n_iter, conv, psi, logdet, _, n_single, _ = _laplace.newton_mode(
+            K, y, code, np.zeros(0), alpha, f, sW, L, 1e-10, 100, cond, cond > 0)
         assert status == _laplace.STATUS_OK and conv
         assert (n_single > 0) == (cond > 0)
         out[cond] = f, alpha, psi - logdet

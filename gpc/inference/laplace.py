@@ -13,7 +13,7 @@ from ._base import InferenceResult, register, with_jitter, workspace_array
 
 @register("laplace", state=("alpha",), workspace=True)
 def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
-            max_iter=100, single_precision=True, workspace=None):
+            max_iter=100, single_precision=True, reuse_factor=True, workspace=None):
     """Laplace approximation of the GP classification posterior.
 
     Newton's method on ``psi(f) = log p(y|f) - f' K^{-1} f / 2`` written with
@@ -21,8 +21,8 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
     increases ``psi``; the mode is refined until a Newton step moves it by at most
     ``tol * (1 + max|f|)`` so that the evidence is smooth in the hyperparameters.
     The steps are taken in correction form (from the gradient of ``psi`` in
-    double precision), so that those factorising ``B`` in single precision (see
-    ``single_precision``) converge to the same mode.
+    double precision), so that inexact ones (see ``single_precision`` and
+    ``reuse_factor``) converge to the same mode.
     Called through :func:`gpc.infer` with ``method="laplace"``.
 
     Parameters
@@ -51,6 +51,14 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         factorisation at the returned mode, from which the evidence and the
         posterior come, is always in double, and the mode and evidence are those of
         the all-double iteration to rounding.  False: every factorisation in double.
+    reuse_factor : bool, default=True
+        Once the steps shrink so fast (quadratically) that the last factorisation
+        of ``B`` would give a step within 1e-3 of Newton's, take the next steps
+        with it (chord steps: no factorisation) while they keep shrinking
+        1000-fold, under the same rules as single-precision steps (a step's
+        error shows in the size of the next).  False (with
+        ``single_precision=False``): plain Newton, every step from a fresh
+        double-precision factorisation.
     workspace : dict, optional
         Buffers kept by the caller across calls at one n (evidence maximisation
         passes one; see :func:`gpc.inference._base.workspace_array`).  The
@@ -65,7 +73,8 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         ``state = {"alpha": a}``;
         ``info`` holds ``n_iter``, ``converged``, ``n_halvings``, ``jitter``,
         ``n_single`` (the factorisations tried in single precision, failed ones
-        and those of steps redone in double included) and ``mode``.
+        and those of steps redone included), ``n_reused`` (the chord steps
+        tried) and ``mode``.
     """
     if not likelihood.has_derivatives:
         raise ValueError(
@@ -89,19 +98,21 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         sW = np.empty(n)
         # Only L's lower triangle is written (its upper one stays zero).
         L = workspace_array(workspace, "L", (n, n))
-        status, n_iter, converged, psi, logdet, halvings, n_single = \
+        status, n_iter, converged, psi, logdet, halvings, n_single, n_reused = \
             _laplace.newton_mode(Kj, y, likelihood.code, par, alpha, f, sW, L,
-                                 float(tol), int(max_iter), max_cond)
+                                 float(tol), int(max_iter), max_cond,
+                                 bool(reuse_factor))
         if status == _laplace.STATUS_NOT_PD:
             return None
         if status == _laplace.STATUS_NONFINITE:
             raise FloatingPointError(
                 "Laplace: a non-finite value appeared during the Newton iterations "
                 "(the kernel matrix is probably too badly scaled).")
-        return Kj, alpha, f, sW, L, n_iter, converged, psi, logdet, halvings, n_single
+        return (Kj, alpha, f, sW, L, n_iter, converged, psi, logdet, halvings,
+                n_single, n_reused)
 
-    (Kj, alpha, f, sW, L, n_iter, converged, psi, logdet, halvings, n_single), \
-        jitter = with_jitter(K, attempt)
+    (Kj, alpha, f, sW, L, n_iter, converged, psi, logdet, halvings, n_single,
+     n_reused), jitter = with_jitter(K, attempt)
     if not converged:
         warnings.warn(
             f"Laplace: Newton's method did not converge in {n_iter} iterations "
@@ -124,5 +135,6 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         state={"alpha": alpha},
         info={"method": "laplace", "likelihood": likelihood.name, "n_iter": n_iter,
               "converged": bool(converged), "n_halvings": halvings,
-              "n_single": n_single, "jitter": jitter, "mode": f},
+              "n_single": n_single, "n_reused": n_reused, "jitter": jitter,
+              "mode": f},
     )
