@@ -30,11 +30,23 @@ from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAU
 from _signals cimport check_signals
 
 
-cdef extern from "_passes.h" nogil:
+# EP's passes over K (only the site-matrix ones are used here: the header's other
+# static functions are not warned about).
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic push
+    #pragma GCC diagnostic ignored "-Wunused-function"
+    #endif
+    #include "_passes.h"
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic pop
+    #endif
+    """
     void gpc_site_matrix_symv(const double* K, const double* s, const double* x,
-                              double* L, double* t, long n)
+                              double* L, double* t, long n) nogil
     void gpc_site_matrix_symv_f(const double* K, const double* s, const double* x,
-                                float* F, double* t, long n)
+                                float* F, double* t, long n) nogil
 
 
 # Status codes returned by newton_mode (read from Python as _laplace.STATUS_*).
