@@ -91,10 +91,15 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
 
 
 def kernel_matrix(kernel, X, error=ValueError):
-    """``kernel(X)`` checked by :func:`as_kernel_matrix` (a Fortran float64 array);
-    a failed check raises ``error`` with its message, naming the kernel."""
+    """``kernel(X)`` (by :func:`gpc.kernels.covariance_matrix`) checked by
+    :func:`as_kernel_matrix` (a Fortran float64 array), unless it is finite and
+    symmetric by construction; a failed check raises ``error`` with its message,
+    naming the kernel."""
+    from .kernels import _covariance_matrix
+
     try:
-        return as_kernel_matrix(kernel(X))
+        K, exact = _covariance_matrix(kernel, X)
+        return fortran_view(K) if exact else as_kernel_matrix(K)
     except ValueError as exc:
         raise error(f"The kernel {kernel!r}: {exc}") from None
 

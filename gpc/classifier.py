@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           check_integer, kernel_matrix)
 from .inference import get_method
-from .inference._base import check_kernel_psd, check_options
+from .inference._base import check_options, checked_kernel_matrix
 from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
 from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
@@ -168,11 +168,12 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if self.warm_start and previous is not None and previous[0] == key:
             state = previous[1]
 
-        jitter = check_kernel_psd(kernel, X_train)
+        K, jitter = checked_kernel_matrix(kernel, X_train)
         objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
                                       self._inference_options(), state=state,
                                       jitter=jitter,
-                                      learn_likelihood=self.optimizer is not None)
+                                      learn_likelihood=self.optimizer is not None, K=K)
+        del K     # the objective's first evaluation uses it (then drops it)
         learn = self.optimizer is not None and objective.theta.shape[0] > 0
         if learn and not fn.has_gradient:
             raise ValueError(

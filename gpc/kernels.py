@@ -1627,6 +1627,58 @@ def cross_covariance(kernel, X, Z):
     return _se_matrix(Xs, Zs, variance)
 
 
+def covariance_matrix(kernel, X):
+    """``kernel(X)``, by gpc's compiled routine for squared exponentials.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+    X : array-like of shape (n_samples, n_features) or list of object
+
+    Returns
+    -------
+    K : ndarray of shape (n_samples, n_samples)
+
+    Notes
+    -----
+    A squared exponential (scikit-learn's ``RBF`` or :class:`SquaredExponential`,
+    alone or times a constant) on a numeric array is evaluated as gpc's own
+    :class:`SquaredExponential` is (:func:`gpc._kern.sym_stationary`: one pass over
+    the lower triangle, mirrored; exactly symmetric), instead of through
+    scikit-learn's distance matrix and its copies; the values agree to rounding.
+    Other kernels and inputs are called.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from gpc.kernels import covariance_matrix
+    >>> X = np.random.RandomState(0).randn(5, 3)
+    >>> np.allclose(covariance_matrix(2.0 * RBF([1.0, 2.0, 3.0]), X),
+    ...             (2.0 * RBF([1.0, 2.0, 3.0]))(X))
+    True
+    """
+    return _covariance_matrix(kernel, X)[0]
+
+
+def _covariance_matrix(kernel, X):
+    """``(covariance_matrix(kernel, X), exact)``: ``exact`` when the matrix came
+    from the compiled routine with finite inputs, norms and variance, so that it
+    is finite and exactly symmetric by construction (a Fortran float64 array that
+    needs no check)."""
+    form = _se_form(kernel)
+    if (form is None or not isinstance(X, np.ndarray) or X.ndim != 2
+            or X.dtype.kind not in "fiu"):
+        return kernel(X), False
+    variance, ls = form
+    ls = _length_scale_for(ls, X, type(kernel).__name__)
+    Xs, _ = _scaled_inputs(np.asarray(X, dtype=np.float64), None, ls)
+    K = _se_matrix(Xs, None, variance)
+    # Finite squared norms (in length scales) bound every distance: no inf - inf.
+    exact = bool(np.isfinite(variance) and np.isfinite(np.einsum("ij,ij->", Xs, Xs)))
+    return K, exact
+
+
 def cross_covariance_chunks(kernel, X, Z, chunk_size):
     """``kernel(X, Z)`` and ``kernel.diag(Z)`` in blocks of the rows of Z.
 

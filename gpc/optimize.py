@@ -400,9 +400,9 @@ class EvidenceObjective:
     previous call left (the optimiser's evaluations are close together, so Newton or
     EP starts near its answer), and turns ``dK`` into the gradient with
     :func:`gpc.kernels.contract` (no n x n x p tensor).  Methods that take a
-    ``workspace`` (EP, PL) get one kept across calls, so that their n x n buffers
-    are not allocated and page-faulted in afresh at every evaluation (at n = 2000
-    that was worth about one Cholesky per EP evaluation here).
+    ``workspace`` (Laplace, EP, PL) get one kept across calls, so that their n x n
+    buffers are not allocated and page-faulted in afresh at every evaluation (at
+    n = 2000 that was worth about one Cholesky per EP evaluation here).
 
     Parameters
     ----------
@@ -424,6 +424,10 @@ class EvidenceObjective:
     learn_likelihood : bool, default=False
         Append the log of the likelihood's non-fixed parameters (e.g. the noisy
         threshold's eps) to theta; their gradient comes from the method's ``dlik``.
+    K : ndarray of shape (n, n), optional
+        ``kernel(X)`` (without the jitter) when the caller already has it: the
+        first evaluation uses it if it is at the kernel's own theta (then drops
+        it), instead of building it again.
 
     Examples
     --------
@@ -440,7 +444,7 @@ class EvidenceObjective:
     """
 
     def __init__(self, kernel, X, y, likelihood, method="laplace", options=None,
-                 state=None, jitter=0.0, learn_likelihood=False):
+                 state=None, jitter=0.0, learn_likelihood=False, K=None):
         from .inference import get_method
 
         self.kernel = kernel.clone_with_theta(kernel.theta)
@@ -455,6 +459,7 @@ class EvidenceObjective:
         self.n_calls = 0
         self._workspace = {}
         self._params = ModelParameters(kernel, likelihood, learn_likelihood)
+        self._K_start = None if K is None else (self.theta, K)
 
     @property
     def theta(self):
@@ -474,9 +479,13 @@ class EvidenceObjective:
         """K(X) at theta (or the current theta), jitter included, Fortran view."""
         if theta is not None:
             self._set_theta(theta)
-        # A kernel that overflows at some theta fails that evaluation (the
-        # optimiser steps back) with the message of gpc.infer.
-        K = kernel_matrix(self.kernel, self.X, error=FloatingPointError)
+        start, self._K_start = self._K_start, None
+        if start is not None and np.array_equal(start[0], self.theta):
+            K = start[1]
+        else:
+            # A kernel that overflows at some theta fails that evaluation (the
+            # optimiser steps back) with the message of gpc.infer.
+            K = kernel_matrix(self.kernel, self.X, error=FloatingPointError)
         if self.jitter:
             K = np.array(K, order="F", copy=True)
             K[np.diag_indices_from(K)] += self.jitter

@@ -308,6 +308,33 @@ def test_non_psd_kernel_is_named_in_the_error():
     _assert_unchanged(clf, before)
 
 
+class _CountingRBF(RBF):
+    """scikit-learn's RBF, counting its evaluations (a subclass: gpc calls it)."""
+
+    calls = [0]
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        self.calls[0] += 1
+        return super().__call__(X, Y, eval_gradient)
+
+
+def test_a_fixed_kernel_fit_builds_the_kernel_matrix_once():
+    # The kernel matrix checked before the fit is the one the fit uses.
+    X, y = binary_data(40, 2)
+    _CountingRBF.calls[0] = 0
+    counted = GaussianProcessClassifier(
+        C(2.0, "fixed") * _CountingRBF([1.0, 2.0], "fixed")).fit(X, y)
+    assert _CountingRBF.calls[0] == 1
+    # scikit-learn's own RBF goes through gpc's compiled squared exponential:
+    # the same fit to rounding.
+    plain = GaussianProcessClassifier(
+        C(2.0, "fixed") * RBF([1.0, 2.0], "fixed")).fit(X, y)
+    assert plain.log_marginal_likelihood_value_ == pytest.approx(
+        counted.log_marginal_likelihood_value_, rel=1e-13)
+    np.testing.assert_allclose(plain.predict_proba(X), counted.predict_proba(X),
+                               rtol=0, atol=1e-13)
+
+
 def test_rank_deficient_psd_kernel_fits():
     # A linear kernel on 2-D inputs: K has rank 2 with n = 30 (PSD, singular).
     X, y = binary_data(30, 2)

@@ -770,3 +770,33 @@ def test_contract_check_finite_false_skips_the_matrix_checks():
     with pytest.raises(ValueError, match="dK contains NaN"):
         contract(kernel, X, dK)
     assert np.isnan(contract(kernel, X, dK, check_finite=False)).any()
+
+
+@pytest.mark.parametrize("kernel", [
+    sk.RBF(1.5),
+    sk.RBF([0.5, 1.0, 2.0]),
+    sk.ConstantKernel(3.0) * sk.RBF([0.5, 1.0, 2.0]),
+    sk.RBF(0.7) * sk.ConstantKernel(0.2),
+    gk.SquaredExponential([1.0, 2.0, 0.5], variance=2.0),
+    sk.RBF(1.0) + sk.WhiteKernel(0.1),
+])
+def test_covariance_matrix_equals_the_kernels_own(kernel):
+    X = np.random.RandomState(3).randn(70, 3) * [1.0, 10.0, 0.1]
+    K = gk.covariance_matrix(kernel, X)
+    np.testing.assert_allclose(K, kernel(X), rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(K, K.T)
+    K, exact = gk._covariance_matrix(kernel, X)
+    assert exact == (gk._se_form(kernel) is not None)
+
+
+def test_covariance_matrix_is_checked_where_not_exact():
+    # Non-finite inputs, a non-finite variance, or ARD with the wrong number of
+    # features: the matrix is left to the caller's checks, or refused as the
+    # kernel itself would.
+    X = np.random.RandomState(4).randn(10, 2)
+    Xbad = X.copy()
+    Xbad[3, 1] = np.nan
+    assert not gk._covariance_matrix(sk.RBF(1.0), Xbad)[1]
+    assert not gk._covariance_matrix(sk.ConstantKernel(np.inf) * sk.RBF(1.0), X)[1]
+    with pytest.raises(ValueError, match="length scales"):
+        gk.covariance_matrix(sk.RBF([1.0, 2.0, 3.0]), X)

@@ -258,3 +258,148 @@ def test_predictions_from_the_posterior():
     p = res.posterior.predict_proba(Ks, kss, "probit")
     np.testing.assert_allclose(p, ndtr(mean / np.sqrt(1 + var)), rtol=1e-12)
     assert p[0] < 0.5 < p[2]
+
+
+# ---------------------------------------------------------------------------
+# Inexact Newton steps (single-precision factorisations, chord steps): the mode,
+# alpha and evidence of plain Newton in double (issue 27)
+# ---------------------------------------------------------------------------
+
+
+def reference_newton(K, y, name, alpha=None):
+    """Newton's method in NumPy (R&W Alg. 3.1, step halving on psi), in double,
+    until the step stops shrinking; returns (f, alpha, log evidence)."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    n = len(y)
+    a = np.zeros(n) if alpha is None else np.array(alpha, dtype=float)
+    f = K @ a
+
+    def psi(a, f):
+        return loglik(name, y, f)[0].sum() - 0.5 * a @ f
+
+    if psi(a, f) < psi(np.zeros(n), np.zeros(n)):
+        a, f = np.zeros(n), np.zeros(n)
+    step_prev = np.inf
+    for _ in range(200):
+        _, d1, d2 = loglik(name, y, f)
+        W = -d2
+        sW = np.sqrt(W)
+        c = cho_factor(np.eye(n) + sW[:, None] * K * sW, lower=True)
+        b = W * f + d1
+        a_new = b - sW * cho_solve(c, sW * (K @ b))
+        f_new = K @ a_new
+        t = 1.0
+        while psi(a + t * (a_new - a), f + t * (f_new - f)) < psi(a, f) - 1e-12 \
+                and t > 1e-9:
+            t /= 2
+        step = np.abs(t * (f_new - f)).max()
+        a, f = a + t * (a_new - a), f + t * (f_new - f)
+        if step < 1e-14 * (1 + np.abs(f).max()) or step >= step_prev > 0 and \
+                step < 1e-9:
+            break
+        step_prev = step
+    _, _, d2 = loglik(name, y, f)
+    sW = np.sqrt(-d2)
+    L = np.linalg.cholesky(np.eye(n) + sW[:, None] * K * sW)
+    return f, a, psi(a, f) - np.log(np.diag(L)).sum()
+
+
+def _assert_same_answer(res, f, a, log_z):
+    scale = 1 + np.abs(f).max()
+    np.testing.assert_allclose(res.info["mode"], f, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(res.state["alpha"], a, rtol=0,
+                               atol=1e-10 * (1 + np.abs(a).max()))
+    assert abs(res.log_evidence - log_z) <= 1e-10 * (1 + abs(log_z))
+
+
+@pytest.mark.parametrize("lik", ["probit", "logit"])
+@pytest.mark.parametrize("sf2", [1.0, 30.0])
+def test_inexact_steps_keep_the_exact_mode(lik, sf2):
+    K, y = problem(300, 11, 1.5, sf2, d=3)
+    f, a, log_z = reference_newton(K, y, lik)
+    res = gpc.infer(K, y, likelihood=lik)
+    assert res.info["converged"]
+    assert res.info["n_single"] > 0 and res.info["n_reused"] > 0
+    _assert_same_answer(res, f, a, log_z)
+    chord = gpc.infer(K, y, likelihood=lik, single_precision=False)
+    assert chord.info["n_single"] == 0 and chord.info["n_reused"] > 0
+    _assert_same_answer(chord, f, a, log_z)
+    double = gpc.infer(K, y, likelihood=lik, single_precision=False,
+                       reuse_factor=False)
+    assert double.info["n_single"] == double.info["n_reused"] == 0
+    _assert_same_answer(double, f, a, log_z)
+    np.testing.assert_allclose(res.dK, double.dK, rtol=0,
+                               atol=1e-10 * np.abs(double.dK).max())
+    # The returned factor is the double-precision one at the mode, its strict upper
+    # triangle zero (the single-precision factors' scratch is cleared).
+    L = res.posterior.L
+    sW = res.posterior.sW
+    assert not np.triu(L, 1).any()
+    np.testing.assert_allclose(L @ L.T, np.eye(300) + sW[:, None] * K * sW,
+                               rtol=0, atol=1e-12 * (1 + sf2 * 300))
+
+
+@pytest.mark.parametrize("lik", ["probit", "logit"])
+def test_inexact_steps_from_a_warm_start_keep_the_exact_mode(lik):
+    K, y = problem(250, 12, 1.0, 5.0, d=2)
+    near = gpc.infer(K * 1.05, y, likelihood=lik)
+    f, a, log_z = reference_newton(K, y, lik, alpha=near.state["alpha"])
+    warm = gpc.infer(K, y, likelihood=lik, init=near.state)
+    assert warm.info["converged"]
+    assert warm.info["n_single"] > 0 and warm.info["n_reused"] > 0
+    _assert_same_answer(warm, f, a, log_z)
+    # Started at the mode itself: the first step is already below tol, which a
+    # single-precision step cannot vouch for; it is redone in double.
+    again = gpc.infer(K, y, likelihood=lik, init=warm.state)
+    assert again.info["converged"]
+    _assert_same_answer(again, f, a, log_z)
+
+
+@pytest.mark.parametrize("lik", ["probit", "logit"])
+@pytest.mark.parametrize("sf2,nugget", [(1e6, 0.1), (1e9, 1e-6)])
+def test_badly_scaled_kernel_falls_back_to_double(lik, sf2, nugget):
+    # With the condition bound lifted (max_single_cond = inf) single precision is
+    # tried on a B whose rounding in float32 is far above 1 (sf2 = 1e9: spotrf
+    # fails; 1e6: a step needs halving): the run falls back to double and ends
+    # where the all-double one does.  (The nugget keeps the mode itself
+    # determined to 1e-10 in double.)
+    from gpc import _laplace
+
+    K, y = problem(200, 13, 1.0, sf2, d=2)
+    K = np.asfortranarray(K + nugget * sf2 * np.eye(200))
+    code = gpc.get_likelihood(lik).code
+    out = {}
+    for cond in (np.inf, 0.0):
+        alpha, f, sW = np.zeros(200), np.empty(200), np.empty(200)
+        L = np.zeros((200, 200), order="F")
+        status, n_iter, conv, psi, logdet, _, n_single, _ = _laplace.newton_mode(
+            K, y, code, np.zeros(0), alpha, f, sW, L, 1e-10, 100, cond, cond > 0)
+        assert status == _laplace.STATUS_OK and conv
+        assert (n_single > 0) == (cond > 0)
+        out[cond] = f, alpha, psi - logdet
+        assert not np.triu(L, 1).any()
+    f, a, log_z = out[0.0]
+    scale = 1 + np.abs(f).max()
+    np.testing.assert_allclose(out[np.inf][0], f, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(out[np.inf][1], a, rtol=0,
+                               atol=1e-10 * (1 + np.abs(a).max()))
+    assert abs(out[np.inf][2] - log_z) <= 1e-10 * (1 + abs(log_z))
+    # The default bound keeps single precision off where B is this badly
+    # conditioned, at least while W is not small.
+    res = gpc.infer(K, y, likelihood=lik)
+    _assert_same_answer(res, f, a, log_z)
+
+
+def test_workspace_buffers_are_reused():
+    K, y = problem(80, 14, 1.0, 3.0)
+    ws = {}
+    first = gpc.infer(K, y, likelihood="logit", workspace=ws)
+    L, dK = ws["L"], ws["dK"]
+    assert first.posterior.L is L and first.dK is dK
+    fresh = gpc.infer(K * 1.1, y, likelihood="logit")
+    again = gpc.infer(K * 1.1, y, likelihood="logit", workspace=ws)
+    assert again.posterior.L is L and again.dK is dK
+    np.testing.assert_array_equal(again.posterior.L, fresh.posterior.L)
+    np.testing.assert_array_equal(again.dK, fresh.dK)
+    assert again.log_evidence == fresh.log_evidence

@@ -187,20 +187,25 @@ def _assert_untouched(est, snapshot, outputs, Xq):
 
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize("fail_at", [1, 2])
+@pytest.mark.parametrize("when", ["first", "last"])
 def test_an_interrupted_fit_leaves_the_fitted_estimator_as_it_was(name, n_classes,
-                                                                   fail_at):
-    # A binary fit with fixed hyperparameters evaluates the kernel about twice;
-    # with three classes, fail_at = 4 interrupts the second binary problem.
+                                                                   when):
+    # Interrupted at the fit's first or last kernel evaluation (a binary fit with
+    # fixed hyperparameters evaluates the kernel once or a few times; with three
+    # classes the last one is in the last binary problem).
     if ESTIMATORS[name][0] is SparseGPRegressor and n_classes == 3:
         pytest.skip("regression has no classes")
     est, _ = _fit(name, n_classes=n_classes)
     Xq = np.random.RandomState(9).randn(25, 2)
     outputs, snapshot = _outputs(est, Xq), _snapshot(est)
-    fail_at *= n_classes - 1
+    X, y = _data(5, n=30, n_classes=n_classes, regression=name.endswith("regressor"))
+    counting = copy.deepcopy(est).set_params(
+        kernel=_kernel(name, _Interrupting(fail_at=np.inf)))
+    _Interrupting.calls[0] = 0
+    counting.fit(X, y)
+    fail_at = 1 if when == "first" else _Interrupting.calls[0]
     est.set_params(kernel=_kernel(name, _Interrupting(fail_at=fail_at)))
     _Interrupting.calls[0] = 0
-    X, y = _data(5, n=30, n_classes=n_classes, regression=name.endswith("regressor"))
     with pytest.raises(KeyboardInterrupt):
         est.fit(X, y)
     assert _Interrupting.calls[0] >= fail_at          # it did get into the fit

@@ -242,10 +242,16 @@ def check_kernel_psd(kernel, X):
     (ValueError with :func:`infer`'s message, naming the kernel), then
     :func:`psd_jitter`, whose jitter is returned (0.0 without a factorisation
     for kernels positive semi-definite by construction)."""
+    return checked_kernel_matrix(kernel, X)[1]
+
+
+def checked_kernel_matrix(kernel, X):
+    """``(K, jitter)``: the Fortran matrix ``kernel(X)`` that
+    :func:`check_kernel_psd` checks, and its jitter."""
     K = kernel_matrix(kernel, X)
     if is_psd_by_construction(kernel):
-        return 0.0
-    return psd_jitter(K, f"The kernel {kernel!r} gives a covariance matrix that")
+        return K, 0.0
+    return K, psd_jitter(K, f"The kernel {kernel!r} gives a covariance matrix that")
 
 
 def infer(K, y, method="laplace", likelihood="probit", *, init=None,
