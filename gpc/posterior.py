@@ -11,9 +11,21 @@ mean ``k_*^T alpha``:
 """
 
 import numpy as np
-from scipy.linalg.blas import dtrsm
+from scipy.linalg.blas import dgemv, dtrsm
 
+from .kernels import _matmul
 from .likelihoods import get_likelihood
+
+
+def _transposed_product(K, a):
+    """``K' a`` through SciPy's BLAS, the thread pool of the solves that follow
+    (see :func:`gpc.kernels._matmul`), without copying K."""
+    if 0 not in K.shape:
+        if K.flags.f_contiguous:
+            return dgemv(1.0, K, a, trans=1)
+        if K.flags.c_contiguous:
+            return dgemv(1.0, K.T, a)
+    return K.T @ a
 
 
 class _Posterior:
@@ -42,7 +54,7 @@ class _Posterior:
         K_cross : array-like of shape (n, m)
             Covariances between the n training and m test points.
         """
-        return self._check_cross(K_cross).T @ self.alpha
+        return _transposed_product(self._check_cross(K_cross), self.alpha)
 
     def latent_mean_and_variance(self, K_cross, k_diag, overwrite_cross=False):
         """Latent mean and variance at m test points.
@@ -66,7 +78,7 @@ class _Posterior:
         k_diag = np.asarray(k_diag, dtype=np.float64).reshape(-1)
         if k_diag.shape[0] != K_cross.shape[1]:
             raise ValueError("k_diag must have one entry per column of K_cross.")
-        mean = K_cross.T @ self.alpha
+        mean = _transposed_product(K_cross, self.alpha)
         if self.n == 0:
             return mean, k_diag.copy()
         change = self._variance_change(K_cross, overwrite_cross)
@@ -122,7 +134,7 @@ class SitePosterior(_Posterior):
     def _variance_change(self, K_cross, overwrite=False):
         change = np.zeros(K_cross.shape[1])
         if getattr(self, "Q", None) is not None:
-            U = self.Q.T @ K_cross
+            U = _matmul(self.Q.T, K_cross)
             change += np.einsum("ij,ij->j", U, U)
         # V = L^{-1} (sW K_cross), scaled and solved in place in a Fortran array.
         V = K_cross if overwrite and K_cross.flags.f_contiguous else \
@@ -163,4 +175,4 @@ class ExplicitPosterior(_Posterior):
                              f"{self.C.shape}.")
 
     def _variance_change(self, K_cross, overwrite=False):
-        return np.einsum("ij,ij->j", K_cross, self.C @ K_cross)
+        return np.einsum("ij,ij->j", K_cross, _matmul(self.C, K_cross))
