@@ -1223,14 +1223,19 @@ class Polynomial(Kernel):
 # ---------------------------------------------------------------------------
 
 
+def _scalar_parameter(kernel, kinds):
+    """``float(getattr(kernel, name))`` for the first ``(class, name)`` of kinds
+    whose class is exactly the kernel's, else None."""
+    for cls, name in kinds:
+        if type(kernel) is cls:
+            return float(getattr(kernel, name))
+    return None
+
+
 def _constant_value(kernel):
     """The value of a constant kernel (gpc or scikit-learn), else None."""
-    t = type(kernel)
-    if t is Constant:
-        return float(kernel.value)
-    if t is _sk.ConstantKernel:
-        return float(kernel.constant_value)
-    return None
+    return _scalar_parameter(kernel, ((Constant, "value"),
+                                      (_sk.ConstantKernel, "constant_value")))
 
 
 def _sum_leaves(kernel):
@@ -1242,12 +1247,7 @@ def _sum_leaves(kernel):
 
 def _white_noise(kernel):
     """The noise level of a white-noise kernel (gpc or scikit-learn), else None."""
-    t = type(kernel)
-    if t is White:
-        return float(kernel.noise)
-    if t is _sk.WhiteKernel:
-        return float(kernel.noise_level)
-    return None
+    return _scalar_parameter(kernel, ((White, "noise"), (_sk.WhiteKernel, "noise_level")))
 
 
 def has_white_noise(kernel):
