@@ -1380,8 +1380,11 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                 prev_rough = single or (sweep == 0 and prior_start)
                 # Single precision after a plain step from far off (the next residual
                 # stays far above its rounding), as long as the residual has fallen at
-                # every step: its rounding must not be what keeps it up.
-                single_ok = single_ok and (sweep == 0 or change < change_old)
+                # every step: its rounding must not be what keeps it up.  The first
+                # step from the prior is exempt: the prior's residual comes from no
+                # factorisation, and the first step's commonly exceeds it.
+                single_ok = single_ok and (sweep == 0 or change < change_old
+                                           or (sweep == 1 and prior_start))
                 use_single = M32 != NULL and single_ok and not accel_used \
                     and change > 0.01
                 while True:

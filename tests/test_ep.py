@@ -522,6 +522,20 @@ def test_chord_acceleration_converges_quadratically_from_a_warm_start(lik):
         assert e1 <= max(10.0 * e0 * e0, 1e-10), errs
 
 
+def test_first_step_from_the_prior_may_grow_the_residual_in_single_precision():
+    # From the prior, the first step's residual (0.51 here) exceeds the prior's
+    # (0.42): that growth comes from no factorisation's rounding, so the next plain
+    # step still factorises in single precision (two in all, then the chord steps
+    # in double), and the run ends at the sequential fixed point.
+    X, y = data(60, 7, d=3)
+    K = se(X, 1.0, 4.0)
+    fast = ep(K, y, "probit", updates="parallel")
+    slow = ep(K, y, "probit", updates="sequential", tol=1e-10)
+    assert fast.info["converged"] and fast.info["n_single_precision"] == 2
+    assert fast.log_evidence == pytest.approx(slow.log_evidence, abs=1e-8)
+    np.testing.assert_allclose(fast.dK, slow.dK, rtol=1e-6, atol=1e-8)
+
+
 @pytest.mark.parametrize("lik", ["probit", "noisy_threshold"])
 def test_start_at_the_fixed_point_is_redone_in_double_precision(lik):
     # The first factorisation of an accelerated parallel run is in single precision
