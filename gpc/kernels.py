@@ -1324,14 +1324,20 @@ def _contract_product(kernel, X, dK, K):
                 K_other, c_o = K / c, c
         else:
             K_other, c_o = None, c
-        g_c = np.zeros(0)
-        if nc:
-            if K is not None:
+        g_c = g_o = np.zeros(0)
+        if nc and no and K is not None and type(other) is _sk.RBF:
+            # sum(dK * K), the constant's gradient, is a by-product of the
+            # squared exponential's pass over dK and K (which includes c).
+            ls = _length_scale_for(other.length_scale, X, "RBF")
+            g_o, g_c = _se_contract(X, ls, 1.0, dK, K, True, True)
+        else:
+            if nc and K is not None:
                 g_c = np.array([_frob(dK, K)])
-            else:
+            elif nc:
                 K_other, c_o = other(X), c
                 g_c = np.array([c * _frob(dK, K_other)])
-        g_o = c_o * _contract(other, X, dK, K_other) if no else np.zeros(0)
+            if no:
+                g_o = c_o * _contract(other, X, dK, K_other)
         return np.concatenate([g_c, g_o] if c1 is not None else [g_o, g_c])
     K1 = k1(X) if n2 else None
     K2 = k2(X) if n1 else None
