@@ -16,7 +16,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           check_integer, kernel_matrix)
 from .inference import get_method
-from .inference._base import check_options, checked_kernel_matrix
+from .inference._base import (InferenceResult, check_options,
+                              checked_kernel_matrix)
 from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
 from .likelihoods import get_likelihood
 from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
@@ -368,6 +369,19 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self._upper_bound()
         return self._upper[0]
 
+    def _fitted_result(self, theta):
+        """The fit's result with its ``dK`` when theta is the fitted one and the
+        method can give ``dK`` from the fitted posterior without running again
+        (see :func:`gpc.inference.register`); else None."""
+        posterior_dK = get_method(self.method).posterior_dK
+        if posterior_dK is None or not np.array_equal(theta, self.kernel_.theta):
+            return None
+        dK = posterior_dK(self.posterior_, self.inference_info_)
+        if dK is None:
+            return None
+        return InferenceResult(self.posterior_, self.log_marginal_likelihood_value_,
+                               dK=dK)
+
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Log evidence at kernel hyperparameters theta (fitted ones if None)."""
         check_is_fitted(self)
@@ -387,6 +401,9 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             self.method, self._inference_options(), state=self._warm_state[1],
             jitter=self.jitter_)
         if eval_gradient:
+            fitted = self._fitted_result(theta)
+            if fitted is not None:
+                return np.float64(fitted.log_evidence), objective.gradient(fitted)
             value, grad = objective(theta)
             return np.float64(value), grad
         result, _ = objective.infer(theta, compute_gradient=False)

@@ -507,27 +507,36 @@ class EvidenceObjective:
 
     def __call__(self, theta):
         """Return ``(log_evidence, d log_evidence / d theta)``."""
-        from .kernels import contract
-
         # The result lives only inside this call: its n x n arrays may be the
         # workspace's, kept for the next call (no fresh pages to fault in).
         res, K = self._run(theta, True, self._workspace)
+        return res.log_evidence, self.gradient(res, K)
+
+    def gradient(self, res, K=None):
+        """``d log_evidence / d theta`` at the current theta from a result's ``dK``
+        (and ``dlik``); ``K``: the kernel matrix the result was computed from, if
+        at hand (it saves rebuilding it)."""
+        from .kernels import contract
+
+        if self.jitter:
+            K = None    # it holds the jitter: the contraction builds its own
+        elif K is None:
+            K = kernel_matrix(self.kernel, self.X, error=FloatingPointError)
         if res.dK is None:
             raise ValueError(f"method {self.method!r} gives no evidence gradient, so "
                              "its hyperparameters cannot be maximised over.")
         # dK and K are the method's and the kernel's own: checked through the
         # gradient (O(p)) rather than entry by entry (two passes over n x n).
-        grad = contract(self.kernel, self.X, res.dK, K=None if self.jitter else K,
-                        check_finite=False)
+        grad = contract(self.kernel, self.X, res.dK, K=K, check_finite=False)
         if not np.isfinite(grad).all():
+            K_finite = "" if K is None else f", K finite: {bool(np.isfinite(K).all())}"
             raise FloatingPointError(
                 f"the evidence gradient of method {self.method!r} is not finite "
-                f"(dK finite: {bool(np.isfinite(res.dK).all())}, K finite: "
-                f"{bool(np.isfinite(K).all())}).")
+                f"(dK finite: {bool(np.isfinite(res.dK).all())}{K_finite}).")
         if self._params.free.any():
             if res.dlik is None:
                 raise ValueError(f"method {self.method!r} gives no derivatives with "
                                  "respect to likelihood parameters; fix them (bounds "
                                  "'fixed') or use method='ep'.")
             grad = self._params.gradient(grad, res.dlik, self.likelihood)
-        return res.log_evidence, np.asarray(grad, dtype=np.float64)
+        return np.asarray(grad, dtype=np.float64)

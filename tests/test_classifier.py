@@ -335,6 +335,40 @@ def test_a_fixed_kernel_fit_builds_the_kernel_matrix_once():
                                rtol=0, atol=1e-13)
 
 
+@pytest.mark.parametrize("likelihood", ["probit", "logit", "noisy_threshold"])
+def test_gradient_at_the_fitted_theta_from_the_fitted_posterior(likelihood):
+    # At the fitted hyperparameters EP's gradient comes from the fitted posterior
+    # (B^{-1} from its factor), with no second EP run: it equals the gradient of an
+    # independent evaluation that runs EP from the prior, negative sites (noisy
+    # threshold) included.
+    X, y = binary_data(80, 3, seed=2)
+    clf = GaussianProcessClassifier(C(4.0) * RBF([1.0, 2.0, 1.5]), method="ep",
+                                    likelihood=likelihood, optimizer=None).fit(X, y)
+    est = clf.base_estimator_
+    assert (est.inference_info_["n_negative"] > 0) == (likelihood == "noisy_threshold")
+    theta = clf.kernel_.theta
+    fitted = est._fitted_result(theta)
+    assert fitted is not None
+    value, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
+    objective = gpc.optimize.EvidenceObjective(
+        est.kernel_, X, 2.0 * est.y_train_ - 1.0, est.likelihood_, "ep",
+        {"tol": 1e-10}, jitter=est.jitter_)
+    ref_value, ref_grad = objective(theta)
+    assert value == pytest.approx(ref_value, abs=1e-8)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-6, atol=1e-8)
+    assert clf.log_marginal_likelihood(theta) == pytest.approx(value, abs=1e-8)
+    # Elsewhere, or after an unconverged fit, EP runs again.
+    assert est._fitted_result(theta + 0.1) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        rough = GaussianProcessClassifier(
+            C(4.0) * RBF([1.0, 2.0, 1.5]), method="ep", likelihood=likelihood,
+            optimizer=None, max_iter_predict=1).fit(X, y)
+        assert rough.base_estimator_._fitted_result(theta) is None
+        rough_grad = rough.log_marginal_likelihood(theta, eval_gradient=True)[1]
+    assert np.isfinite(rough_grad).all()
+
+
 def test_rank_deficient_psd_kernel_fits():
     # A linear kernel on 2-D inputs: K has rank 2 with n = 30 (PSD, singular).
     X, y = binary_data(30, 2)

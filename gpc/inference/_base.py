@@ -52,7 +52,8 @@ class InferenceResult:
 
 
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
-             lower_bound=False, learning_needs_noise=False, state=()):
+             lower_bound=False, learning_needs_noise=False, state=(),
+             posterior_dK=None):
     """Decorator adding an inference function to the registry under ``name``.
 
     ``max_iter_option`` names the function's iteration limit (Newton steps, EP
@@ -69,7 +70,11 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     of its result's ``state``), which :func:`check_init` checks.  The function's
     options are its keyword-only parameters other than ``init`` and
     ``compute_gradient``, each of the type of its default (see
-    :func:`check_options`).
+    :func:`check_options`).  ``posterior_dK(posterior, info)``, if given, returns
+    the ``dK`` of a result computed without it from that result's posterior and
+    info alone, without running the method again (None when the result does not
+    allow it): the estimators use it for the evidence gradient at the fitted
+    hyperparameters.
     """
 
     def deco(fn):
@@ -79,6 +84,7 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
         fn.has_gradient = has_gradient
         fn.accepts_workspace = workspace
         fn.state_keys = tuple(state)
+        fn.posterior_dK = posterior_dK
         _METHODS[name] = fn
         return fn
 

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+from scipy.linalg import lapack
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
@@ -12,8 +13,26 @@ from .._validation import NotPositiveDefiniteError, check_integer, check_real
 from ._base import InferenceResult, register, with_jitter, workspace_array
 
 
+def _posterior_dK(posterior, info):
+    """EP's ``dK = (b b' - R) / 2`` at a converged result's sites, from its
+    posterior (``R = S B^{-1} S - Q Q'`` with B^{-1} from the factor L, the same
+    steps as ``ep`` with ``compute_gradient=True``); None when that result's
+    gradient would not be exact (unconverged, or sites clipped in its last sweep).
+    """
+    if not (info.get("converged") and info.get("n_clipped_last_sweep") == 0):
+        return None
+    n = posterior.L.shape[0]
+    Binv, status = lapack.dpotri(np.array(posterior.L, order="F", copy=True),
+                                 lower=1, overwrite_c=1)
+    if status != 0:
+        return None
+    Q = posterior.Q if posterior.Q is not None else np.zeros((n, 0), order="F")
+    _ep.ep_dK(posterior.sW, posterior.alpha, np.asfortranarray(Q), Binv)
+    return Binv
+
+
 @register("ep", max_iter_option="max_sweeps", workspace=True,
-          state=("tau", "nu"))
+          state=("tau", "nu"), posterior_dK=_posterior_dK)
 def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
        max_sweeps=200, accelerate=True, workspace=None):
