@@ -341,7 +341,7 @@ def _neg_half_sqdist(Z, ZY=None):
     B[:, -2] = 1.0
     B[:, -1] = 0.5 * np.einsum("ij,ij->i", ZY, ZY)
     _check_norms(B[:, -1])
-    E = _matmul(A, B.T)
+    E = _matmul(B, A.T).T       # C-ordered (the product's Fortran transpose)
     np.minimum(E, 0.0, out=E)
     return E
 
