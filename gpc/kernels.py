@@ -281,11 +281,13 @@ def _scaled_inputs(X, Y, length_scale):
 
 def _frob(A, B):
     """``sum(A * B)`` for equal-shape arrays in one pass, without the copies that
-    ``np.vdot`` makes of Fortran-ordered arrays."""
-    A = np.asarray(A)
-    B = np.asarray(B)
-    if A.strides == B.strides and (A.flags.c_contiguous or A.flags.f_contiguous):
-        return float(np.dot(A.ravel(order="K"), B.ravel(order="K")))
+    ``np.vdot`` makes of Fortran-ordered arrays, on SciPy's BLAS (see
+    :func:`_matmul`)."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if A.size and A.strides == B.strides and (A.flags.c_contiguous
+                                              or A.flags.f_contiguous):
+        return float(_blas.ddot(A.ravel(order="K"), B.ravel(order="K")))
     return float(np.multiply(A, B).sum())
 
 
