@@ -124,7 +124,9 @@ def report(ep, lap, pred, mem):
         "the per-round ratios). EP: `GaussianProcessClassifier(C(1) * RBF(ARD), "
         "method=\"ep\", likelihood=\"probit\", optimizer=None).fit(X, y)` then "
         "`log_marginal_likelihood(theta, eval_gradient=True)`, with the default "
-        "options and with `updates=\"sequential\"` (one round). Laplace: "
+        "options and with `updates=\"sequential\"` (one round); at the fitted "
+        "theta EP's gradient comes from the fitted posterior (B^{-1} from its "
+        "factor, no second EP run). Laplace: "
         "`GaussianProcessClassifier(C(2) * RBF(ARD, sqrt(8)), fixed).fit(X, y)` "
         "(logit). Targets (issue 27): EP within 15, Laplace within 8.",
         "",
