@@ -30,7 +30,7 @@
 
 from libc.math cimport exp, fabs, log, log1p, sqrt, isfinite, INFINITY, M_PI, NAN
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -1089,6 +1089,592 @@ cpdef Py_ssize_t scratch_size(Py_ssize_t n, bint parallel, bint want_binv) noexc
     return (0 if want_binv else n * n) + ((n * n + 1) // 2 if parallel else 2 * n * n)
 
 
+cdef struct Run:
+    # One EP or PL run (``ep_run``): the problem, its work buffers, its options and
+    # its progress, passed to each step.  Pointers into the caller's arrays.
+    int n
+    const double* K
+    double* L             # chol(B), lower
+    double* Linv          # L^{-1} (lower); B^{-1} at the end when the caller wants it
+    double* tau
+    double* nu
+    double* S             # sqrt(max(tau, 0))
+    double* b             # posterior-mean weights K^{-1} mu
+    double* mu
+    double* var
+    Model md
+    Neg ng
+    # Work buffers: n x n (M32 for parallel runs, Sigma and V for sequential ones)
+    # and O(n); ``owned`` is what ep_run allocated for the n x n ones.
+    double* owned
+    float* M32
+    double* Sigma
+    double* V
+    double* work
+    double* block
+    int* idx
+    unsigned char* rowmask
+    int nb
+    double* col
+    double* t
+    double* w
+    double* tau_old
+    double* nu_old
+    double* tnew
+    double* nnew
+    double* var_old
+    double* mu_old
+    double* sweeps_work   # for _linearised_sweeps
+    # Options.
+    double damping        # current damping of parallel steps
+    double damping0       # the damping asked for, which it recovers to
+    double min_damping
+    double tol
+    double keep_single    # residual below which single precision is redone in double
+    int max_sweeps
+    bint accelerate
+    # Progress.
+    int status
+    int sweep
+    bint converged
+    double logz
+    double logz_old
+    double change         # the residual of the last proposal (sequential: sweep)
+    double change_old
+    double best_change
+    double dlik0
+    double next_check     # when signal handlers next get their turn
+    int counts[3]         # the last proposal's skipped, clipped, non-finite sites
+    int n_skip
+    int n_clip
+    int n_nonfinite
+    int n_clip_last
+    int n_reject
+    int n_bad
+    int n_inner           # linearised sweeps
+    int n_single          # single-precision factorisations
+    int n_improper        # sites with an improper cavity before the step
+    int n_stalled
+    double accel_below    # residual below which chord steps are taken
+    double chord_scale
+    bint accel_used
+    bint clip             # the step's negative proposals are clipped
+    bint single           # the last factorisation was in single precision
+    bint prev_single
+    bint use_single
+    bint single_ok
+    bint l_kept           # the last factorisation wrote all of L
+    bint prev_rough       # the last evidence is no reference for convergence
+    bint prior_start
+
+
+cdef enum:
+    P_STEP = 0            # _parallel_propose: take the step
+    P_REDONE = 1          # ... a single-precision factorisation was redone in double
+    P_STOP = 2            # ... converged, out of sweeps, running away or failed
+
+
+class SiteRun:
+    """What ``ep_run`` reports (the arrays it was given hold the sites, the factor
+    and the marginals): ``status`` (STATUS_*), ``n_sweeps`` (sweeps followed by a
+    factorisation), ``converged``, ``log_evidence``, ``dlik0`` (its derivative with
+    respect to the likelihood's parameter), ``damping`` (final), the site counts
+    ``n_skipped``, ``n_clipped``, ``n_nonfinite``, ``n_improper_final``,
+    ``n_clipped_last_sweep`` and ``n_rejected`` (parallel steps retried),
+    ``n_linearised`` (linearised sweeps), ``n_single`` (single-precision
+    factorisations), ``residual`` (the largest relative site change of the last
+    parallel proposal; sequential: of the last sweep) and ``Q`` (n x m, the
+    correction of the m negative sites at the end: R = S B^{-1} S - Q Q')."""
+
+    __slots__ = ("status", "n_sweeps", "converged", "log_evidence", "dlik0",
+                 "damping", "n_skipped", "n_clipped", "n_nonfinite",
+                 "n_improper_final", "n_clipped_last_sweep", "n_rejected",
+                 "n_linearised", "n_single", "residual", "Q")
+
+    def __init__(self, **fields):
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+
+cdef void _marginals_at(Run* r, const unsigned char* rows) noexcept nogil:
+    """Marginals (and b) from the last factorisation (see ``_marginals``)."""
+    _marginals(r.K, NULL if r.single else r.L, r.Linv, r.S, r.nu, r.n, r.var, r.mu,
+               r.b, r.t, r.w, r.idx, r.block, r.nb, r.Sigma, r.V, &r.ng, rows)
+
+
+cdef void _evidence(Run* r, const double[::1] y) noexcept nogil:
+    r.logz = _log_evidence(&r.md, y, r.tau, r.nu, r.var, r.mu, r.L, r.ng.logdet, r.n,
+                           &r.dlik0, &r.n_bad)
+
+
+cdef int _factorise_double(Run* r) noexcept nogil:
+    r.single = False
+    r.l_kept = True
+    return _factorise(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.t, r.n, &r.ng)
+
+
+cdef int _start(Run* r, const double[::1] y) noexcept nogil:
+    """Factorise at the starting sites (parallel runs: in single precision first),
+    then the marginals and the evidence.  Negative precisions of a warm start that
+    make the posterior improper under this K are dropped."""
+    cdef int i
+    r.prior_start = _no_positive_site(r.tau, r.n)
+    r.single = r.M32 != NULL and _factorise_single(
+        r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.M32, r.t, r.n, &r.ng) == ST_OK
+    r.l_kept = not r.single
+    if r.single:
+        r.status = ST_OK
+        r.n_single += 1
+    else:
+        r.status = _factorise_double(r)
+    if r.status == ST_IMPROPER:
+        r.n_reject += 1
+        for i in range(r.n):
+            if r.tau[i] < 0.0:
+                r.tau[i] = 0.0
+        r.status = _factorise_double(r)
+    if r.status == ST_OK:
+        _marginals_at(r, NULL)
+        _evidence(r, y)
+    return r.status
+
+
+cdef int _parallel_propose(Run* r, const double[::1] y) noexcept nogil:
+    """Propose every site from the current marginals (r.tnew, r.nnew; the residual
+    in r.change) and decide: P_STEP, P_REDONE (the last factorisation was in single
+    precision and only steers steps that leave a residual far above its rounding:
+    near convergence, at the last sweep or with a non-finite proposal it has been
+    redone in double) or P_STOP (converged, out of sweeps, running away or failed,
+    see r.status)."""
+    r.counts[0] = 0
+    r.counts[1] = 0
+    r.counts[2] = 0
+    r.change = _propose(&r.md, y, r.tau, r.nu, r.var, r.mu, r.n, False, r.tnew,
+                        r.nnew, r.counts)
+    if r.single and not (isfinite(r.change) and r.change >= r.keep_single
+                         and r.sweep < r.max_sweeps):
+        r.status = _factorise_double(r)
+        if r.status != ST_OK:
+            return P_STOP
+        _marginals_at(r, NULL)
+        _evidence(r, y)
+        return P_REDONE
+    r.n_skip += r.counts[0]
+    r.n_clip += r.counts[1]
+    r.n_nonfinite += r.counts[2]
+    r.n_clip_last = r.counts[1]
+    if not isfinite(r.change):
+        # A site precision overflowed: the posterior has collapsed at that point
+        # (e.g. duplicated inputs with conflicting labels under a noise-free
+        # likelihood).  Numerically singular, like a failed factorisation: the
+        # caller retries with jitter on K.
+        r.status = ST_NOT_PD
+        return P_STOP
+    if r.change < r.best_change:
+        r.best_change = r.change
+    elif r.change > 1.0 and r.change > RUNAWAY_GROWTH * r.best_change:
+        # Running away (e.g. undamped updates on a large, strongly correlated K):
+        # stop unconverged; the caller tries its next start.
+        return P_STOP
+    if r.change <= r.tol and (r.sweep == 0 or r.prev_rough or fabs(r.logz - r.logz_old)
+                              <= r.tol * (1.0 + fabs(r.logz))):
+        r.converged = True
+        return P_STOP
+    return P_STOP if r.sweep >= r.max_sweeps else P_STEP
+
+
+cdef void _adapt_schedule(Run* r) noexcept nogil:
+    """Whether the next step is a chord step, its length and the damping, from how
+    the residual moved."""
+    if r.accel_used and r.change > 0.5 * r.change_old:
+        # The chord step overshot: shorten it; after CHORD_HALVINGS failures the
+        # linearisation is not good enough here: plain (damped) sweeps until the
+        # residual has halved.
+        if r.chord_scale > 0.5 ** CHORD_HALVINGS:
+            r.chord_scale *= 0.5
+        else:
+            r.chord_scale = 1.0
+            r.accel_below = 0.5 * (r.change if r.change < r.change_old
+                                   else r.change_old)
+            r.n_stalled = 0
+    elif r.accel_used and r.chord_scale < 1.0:
+        r.chord_scale *= 2.0
+    elif r.accelerate and r.change > r.accel_below and r.change > 0.95 * r.change_old \
+            and r.n_stalled >= 0:
+        # ... or until STALLED_SWEEPS of them have barely reduced it (a slow or
+        # unstable mode): then the chord model is the better bet.
+        r.n_stalled += 1
+        if r.n_stalled >= STALLED_SWEEPS:
+            r.accel_below = r.change
+    r.accel_used = r.accelerate and r.change <= r.accel_below
+    # Plain parallel EP: a growing residual after the first sweeps means the joint
+    # update overshoots; damp it more ... and while the residual falls, let it
+    # recover (up to the damping asked for).
+    if not r.accel_used and r.sweep > 2 and r.change > r.change_old \
+            and r.damping > r.min_damping:
+        r.damping = max(r.damping * 0.5, r.min_damping)
+    elif r.sweep > 0 and r.change < r.change_old and r.damping < r.damping0:
+        r.damping = min(r.damping * 1.25, r.damping0)
+
+
+cdef void _prepare_step(Run* r) noexcept nogil:
+    """Keep the current sites and marginals (a rejected step returns to them) and
+    choose the next factorisation's precision."""
+    cdef size_t size = r.n * sizeof(double)
+    memcpy(r.tau_old, r.tau, size)
+    memcpy(r.nu_old, r.nu, size)
+    memcpy(r.var_old, r.var, size)
+    memcpy(r.mu_old, r.mu, size)
+    r.n_improper = r.counts[0]
+    r.clip = False
+    r.prev_single = r.single
+    # The evidence of a single-precision factorisation, or of the prior a run
+    # starts from, is no reference for the next one's convergence.
+    r.prev_rough = r.single or (r.sweep == 0 and r.prior_start)
+    # Single precision after a plain step from far off (the next residual stays far
+    # above its rounding), as long as the residual has fallen at every step: its
+    # rounding must not be what keeps it up.  The first step from the prior is
+    # exempt: the prior's residual comes from no factorisation, and the first
+    # step's commonly exceeds it.
+    r.single_ok = r.single_ok and (r.sweep == 0 or r.change < r.change_old
+                                   or (r.sweep == 1 and r.prior_start))
+    r.use_single = r.M32 != NULL and r.single_ok and not r.accel_used \
+        and r.change > 0.01
+
+
+cdef int _move_sites(Run* r, const double[::1] y) noexcept nogil:
+    """The damped step from the kept sites towards the proposal, continued by the
+    linearised sweeps for a chord step (shortened by r.chord_scale).  Returns ST_OK
+    or ST_NOMEM."""
+    cdef int i
+    for i in range(r.n):
+        r.tau[i] = r.tau_old[i] + r.damping * (r.tnew[i] - r.tau_old[i])
+        r.nu[i] = r.nu_old[i] + r.damping * (r.nnew[i] - r.nu_old[i])
+    if not r.accel_used:
+        return ST_OK
+    if _linearisation(r.Linv, r.M32, r.S, r.n, &r.ng, r.prev_single) != ST_OK:
+        return ST_NOMEM
+    r.n_inner += 1 + _linearised_sweeps(
+        &r.md, y, r.tau, r.nu, r.tau_old, r.nu_old, r.M32, r.var, r.mu, r.n,
+        r.damping, 0.01 * (r.tol if r.tol > r.change * r.change
+                           else r.change * r.change), 49, r.sweeps_work)
+    if r.chord_scale < 1.0:
+        for i in range(r.n):
+            r.tau[i] = r.tau_old[i] + r.chord_scale * (r.tau[i] - r.tau_old[i])
+            r.nu[i] = r.nu_old[i] + r.chord_scale * (r.nu[i] - r.nu_old[i])
+    return ST_OK
+
+
+cdef void _factorise_step(Run* r) noexcept nogil:
+    """Factorise at the new sites and compute the marginals there (r.status ST_OK,
+    ST_IMPROPER when the posterior or another cavity turned improper, or a
+    failure).  A single-precision factorisation that fails, or whose marginals
+    look improper, is redone in double."""
+    cdef int attempt
+    for attempt in range(2):
+        r.single = r.use_single and attempt == 0
+        if r.single:
+            r.l_kept = False
+            r.status = _factorise_single(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.M32,
+                                         r.t, r.n, &r.ng)
+        else:
+            r.l_kept = _keep_factor(r.accel_used, r.change, r.tol, r.tau, r.var_old,
+                                    r.n, r.rowmask)
+            r.status = _factorise(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.t, r.n, &r.ng,
+                                  r.l_kept, r.rowmask)
+        if r.status == ST_OK:
+            _marginals_at(r, NULL if r.l_kept else r.rowmask)
+            if r.clip or _n_improper_cavities(r.tau, r.var, r.n) <= r.n_improper:
+                return
+            r.status = ST_IMPROPER
+        if not r.single:
+            return
+
+
+cdef int _retreat(Run* r, const double[::1] y) except -1 nogil:
+    """The step made the posterior, or a cavity, improper: back to the kept sites,
+    to retry without acceleration, then with less damping, then with the negative
+    proposals clipped (a proper posterior).  Returns 1, or 0 when nothing is left to
+    try (r.status = ST_NOT_PD); -1 with a signal handler's exception set."""
+    cdef size_t size = r.n * sizeof(double)
+    r.n_reject += 1
+    check_signals(&r.next_check)   # before its next factorisation
+    memcpy(r.tau, r.tau_old, size)
+    memcpy(r.nu, r.nu_old, size)
+    memcpy(r.var, r.var_old, size)
+    memcpy(r.mu, r.mu_old, size)
+    if r.accel_used:
+        r.accel_used = False
+        r.accel_below = 0.5 * r.change
+    elif r.damping > r.min_damping:
+        r.damping = max(r.damping * 0.5, r.min_damping)
+    elif not r.clip:
+        r.clip = True
+        r.counts[0] = 0
+        r.counts[1] = 0
+        r.counts[2] = 0
+        _propose(&r.md, y, r.tau, r.nu, r.var, r.mu, r.n, True, r.tnew, r.nnew,
+                 r.counts)
+        r.n_clip += r.counts[1]
+        r.n_clip_last = r.counts[1]
+    else:
+        r.status = ST_NOT_PD
+        return 0
+    return 1
+
+
+cdef int _parallel_step(Run* r, const double[::1] y) except -1 nogil:
+    """One parallel step: move the sites, factorise there; a step that makes the
+    posterior or a cavity improper is retreated from and retried."""
+    while True:
+        if _move_sites(r, y) != ST_OK:
+            r.status = ST_NOMEM
+            return 0
+        _factorise_step(r)
+        if r.status == ST_OK:
+            r.n_single += r.single
+        if r.status != ST_IMPROPER or not _retreat(r, y):
+            return 0
+
+
+cdef int _parallel_run(Run* r, const double[::1] y) except -1 nogil:
+    """Parallel EP (or PL): every site from the current marginals, one
+    factorisation per step, until converged, out of sweeps or failed."""
+    cdef int action
+    while r.status == ST_OK:
+        check_signals(&r.next_check)
+        action = _parallel_propose(r, y)
+        if action == P_REDONE:
+            continue
+        if action == P_STOP:
+            return 0
+        _adapt_schedule(r)
+        _prepare_step(r)
+        _parallel_step(r, y)
+        if r.status != ST_OK:
+            return 0
+        r.change_old = r.change
+        r.sweep += 1
+        r.logz_old = r.logz
+        _evidence(r, y)
+    return 0
+
+
+cdef int _sequential_site(Run* r, const double[::1] y, int i, int n_neg) noexcept nogil:
+    """Update site i from its cavity by a rank-one update of Sigma and mu; returns
+    the number of negative site precisions after it."""
+    cdef char uplo = b'L'
+    cdef int j, flags, n = r.n, one = 1
+    cdef double t_new, n_new, dtau, dnu, c, coef
+    cdef double sii = r.Sigma[i + i * n]
+    cdef double mui = r.mu[i]
+    cdef double* col = r.col
+    cdef bint clip = False
+    # s = Sigma e_i, gathered from the lower triangle.
+    for j in range(i):
+        col[j] = r.Sigma[i + j * n]
+    for j in range(i, n):
+        col[j] = r.Sigma[j + i * n]
+    while True:
+        _site_update(&r.md, y[i], r.tau[i], r.nu[i], sii, mui, r.damping, clip,
+                     &t_new, &n_new, &flags)
+        dtau = t_new - r.tau[i]
+        dnu = n_new - r.nu[i]
+        # The rank-one update keeps Sigma positive definite even when the new
+        # precision is negative: 1 + dtau Sigma_ii = (tau_cav + t_new) / (tau_cav +
+        # tau_i) > 0.  With negative sites it may leave another cavity improper:
+        # then the update is clipped, and failing that skipped.
+        c = dtau / (1.0 + dtau * sii)
+        if flags != 0 or n_neg - (r.tau[i] < 0.0) + (t_new < 0.0) == 0 \
+                or _cavities_stay_proper(r.Sigma, col, c, r.tau, i, n):
+            break
+        if not clip and t_new < 0.0:
+            clip = True
+            continue
+        flags = 1
+        t_new = r.tau[i]
+        n_new = r.nu[i]
+        dtau = 0.0
+        dnu = 0.0
+        break
+    if clip and flags == 0:
+        flags = 2
+    r.n_skip += flags & 1
+    r.n_clip += (flags >> 1) & 1
+    r.n_nonfinite += (flags >> 2) & 1
+    if dtau == 0.0 and dnu == 0.0:
+        return n_neg
+    n_neg += (t_new < 0.0) - (r.tau[i] < 0.0)
+    coef = dnu * (1.0 - c * sii) - c * mui
+    for j in range(n):
+        r.mu[j] += coef * col[j]
+    c = -c
+    dsyr(&uplo, &n, &c, col, &one, r.Sigma, &n)
+    r.tau[i] = t_new
+    r.nu[i] = n_new
+    return n_neg
+
+
+cdef bint _sequential_refactorise(Run* r, const double[::1] y) noexcept nogil:
+    """After a sweep: a fresh factorisation at the new sites (no drift from the
+    rank-one updates), the sweep's residual and the evidence.  True when the run
+    stops: converged, or failed (r.status)."""
+    cdef int i
+    # An improper posterior here is rounding (the updates keep it proper):
+    # numerically singular, like a failed factorisation.
+    r.status = _factorise_double(r)
+    if r.status == ST_IMPROPER:
+        r.status = ST_NOT_PD
+    if r.status != ST_OK:
+        return True
+    _marginals_at(r, NULL)
+    r.change = 0.0
+    for i in range(r.n):
+        r.change = _max_change(r.change, r.tau_old[i], r.tau[i])
+        r.change = _max_change(r.change, r.nu_old[i], r.nu[i])
+    if not isfinite(r.change):
+        r.status = ST_NONFINITE
+        return True
+    r.logz_old = r.logz
+    _evidence(r, y)
+    r.converged = r.change <= r.tol and fabs(r.logz - r.logz_old) \
+        <= r.tol * (1.0 + fabs(r.logz))
+    return r.converged
+
+
+cdef int _sequential_run(Run* r, const double[::1] y,
+                         const int[:, ::1] orders) except -1 nogil:
+    """Sequential EP: sweeps over the sites in ``orders[sweep]``, each followed by a
+    fresh factorisation, until converged, out of sweeps or failed."""
+    cdef int i, k, n_neg
+    while r.status == ST_OK and r.sweep < r.max_sweeps:
+        memcpy(r.tau_old, r.tau, r.n * sizeof(double))
+        memcpy(r.nu_old, r.nu, r.n * sizeof(double))
+        r.n_clip_last = r.n_clip
+        n_neg = 0
+        for i in range(r.n):
+            n_neg += r.tau[i] < 0.0
+        for k in range(r.n):
+            if k % SIGNAL_BLOCK == 0:    # O(n^2) per site
+                check_signals(&r.next_check)
+            n_neg = _sequential_site(r, y, orders[r.sweep, k], n_neg)
+        r.sweep += 1
+        r.n_clip_last = r.n_clip - r.n_clip_last
+        if _sequential_refactorise(r, y):
+            return 0
+    return 0
+
+
+cdef void _finish(Run* r, bint want_binv) noexcept nogil:
+    """L for the result where the last factorisation kept only its diagonal (a
+    chord step that converged at once, e.g. a Gaussian likelihood), and B^{-1} =
+    L^{-T} L^{-1} from the last inverse factor when the caller wants it."""
+    cdef char uplo = b'L'
+    cdef int info = 0, n = r.n
+    if r.status == ST_OK and not r.l_kept:
+        gpc_site_matrix_symv(r.K, r.S, r.nu, r.L, r.w, n)
+        if chol_lower(r.L, n) != 0:
+            r.status = ST_NOT_PD
+    if r.status == ST_OK and want_binv:
+        dlauum(&uplo, &n, r.Linv, &n, &info)
+
+
+cdef void _run_options(Run* r, bint parallel, double damping, double min_damping,
+                       double tol, int max_sweeps, bint accelerate,
+                       double damping_start) noexcept:
+    r.damping0 = damping
+    r.damping = damping_start if parallel and 0.0 < damping_start < damping \
+        else damping
+    r.min_damping = min_damping
+    r.tol = tol
+    r.keep_single = sqrt(10.0 * tol)
+    r.max_sweeps = max_sweeps
+    r.accelerate = accelerate
+    r.status = ST_OK
+    r.logz_old = INFINITY
+    r.change = INFINITY
+    r.change_old = INFINITY
+    r.best_change = INFINITY
+    r.accel_below = 0.1
+    r.chord_scale = 1.0
+    r.n_stalled = -1
+    r.single_ok = True
+    r.l_kept = True
+
+
+cdef int _run_buffers(Run* r, double* scratch, Py_ssize_t size, bint parallel,
+                      double* Binv) noexcept:
+    """Point the run's work buffers at ``scratch`` (``size`` doubles, in the order
+    of ``scratch_size``) or, without it, at a fresh allocation (r.owned); L^{-1}
+    lives in the caller's Binv when there is one (B^{-1} ends there).  Returns ST_OK
+    or ST_NOMEM (``_run_free`` frees what was allocated either way)."""
+    cdef int n = r.n
+    cdef double* region = scratch
+    if region == NULL:
+        region = r.owned = <double*> _big_alloc(<size_t> size * sizeof(double))
+    r.work = <double*> malloc((17 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
+    r.nb = 128 if n > 128 else n
+    r.block = <double*> malloc(n * r.nb * sizeof(double))
+    r.idx = <int*> malloc(n * sizeof(int))
+    r.rowmask = <unsigned char*> malloc(n)
+    if _neg_init(&r.ng, n) != 0 or region == NULL or r.work == NULL \
+            or r.block == NULL or r.idx == NULL or r.rowmask == NULL:
+        return ST_NOMEM
+    r.Linv = Binv
+    if Binv == NULL:
+        r.Linv = region
+        region += <size_t> n * n
+    if parallel:
+        r.M32 = <float*> region
+    else:
+        r.Sigma = region
+        r.V = region + <size_t> n * n
+    r.col = r.work
+    r.t = r.work + n
+    r.w = r.work + 2 * n
+    r.tau_old = r.work + 3 * n
+    r.nu_old = r.work + 4 * n
+    r.tnew = r.work + 5 * n
+    r.nnew = r.work + 6 * n
+    r.var_old = r.work + 7 * n
+    r.mu_old = r.work + 8 * n
+    r.sweeps_work = r.work + 9 * n
+    return ST_OK
+
+
+cdef void _run_free(Run* r) noexcept:
+    free(r.owned)
+    free(r.work)
+    free(r.block)
+    free(r.idx)
+    free(r.rowmask)
+    _neg_free(&r.ng)
+
+
+def _check_run_args(K, y, tau, nu, L, b, S, mu, var, Binv, bint parallel, orders,
+                    int max_sweeps, quad_x, quad_logw, evq_x, evq_logw, int rule,
+                    int lik):
+    n = K.shape[0]
+    if K.shape[0] != K.shape[1]:
+        raise ValueError("K must be square.")
+    for name, arr in (("y", y), ("tau", tau), ("nu", nu), ("b", b), ("S", S),
+                      ("mu", mu), ("var", var)):
+        if arr.shape[0] != n:
+            raise ValueError(f"{name} must have length {n}.")
+    if L.shape[0] != n or L.shape[1] != n:
+        raise ValueError("L must be n x n.")
+    if Binv.shape[0] > 0 and (Binv.shape[0] != n or Binv.shape[1] != n):
+        raise ValueError("Binv must be n x n or 0 x 0.")
+    if not parallel and (orders.shape[0] < max_sweeps or orders.shape[1] != n):
+        raise ValueError("orders must have one permutation of range(n) per sweep.")
+    if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
+        raise ValueError("quadrature nodes and weights differ in length.")
+    if rule != RULE_EP and rule != RULE_PL:
+        raise ValueError(f"unknown site rule {rule}.")
+    if rule == RULE_PL and lik != LIK_GAUSSIAN and evq_x.shape[0] == 0:
+        raise ValueError("posterior linearisation needs the evidence quadrature rule.")
+
+
 def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
            const double[::1] quad_x, const double[::1] quad_logw,
            double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
@@ -1100,473 +1686,107 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     """Run EP (``rule`` RULE_EP) or posterior linearisation (RULE_PL: sites by
     ``_slr`` at the marginals, log evidence by ``_pl_log_evidence`` with the
     Gauss-Hermite rule ``evq``) to convergence from the sites (tau, nu) given
-    (updated in place).  Everything below holds for both; PL's site precisions are
-    never negative, so its posterior and cavities are always proper.
+    (updated in place); returns a :class:`SiteRun`.  Everything below holds for
+    both; PL's site precisions are never negative, so its posterior and cavities
+    are always proper.
 
-    Sequential updates visit the sites in ``orders[sweep]`` with rank-one updates of
-    the full Sigma, which is recomputed from a fresh Cholesky after every sweep; they
-    stop when a sweep changes no site parameter by more than ``tol`` (relative) and
-    the log evidence by less than ``tol * (1 + |log Z|)``.
+    Sequential updates (``_sequential_run``) visit the sites in ``orders[sweep]``
+    with rank-one updates of the full Sigma, which is recomputed from a fresh
+    Cholesky after every sweep; they stop when a sweep changes no site parameter by
+    more than ``tol`` (relative) and the log evidence by less than
+    ``tol * (1 + |log Z|)``.
 
-    Parallel updates refresh every site from the current marginals, then refactorise
-    once; they stop when that update (undamped) would change no site by more than
-    ``tol`` (the sites are then kept: they are a fixed point to that tolerance) and
-    the log evidence moved by less than ``tol * (1 + |log Z|)`` since the previous
-    factorisation (unless that was in single precision or at the prior, which needs
-    no factorisation: B = I).  Their damping is halved (down to ``min_damping``)
-    whenever the largest site change grows from one sweep to the next, and raised by
-    1.25 (up to its initial value) while it falls.  With ``accelerate``, once the
-    residual is below 0.1, each factorisation is followed by cheap sweeps on the
-    linearised marginals (see ``_linearised_sweeps``): quadratic convergence; after a
-    step that fails to halve the residual it is suspended until plain sweeps have
-    halved it.
-    A parallel step whose negative site precisions make the posterior improper is
-    rejected and retried (see the header).  In parallel mode the first
-    factorisation and those after a plain step from a residual above 0.01 (until
-    the residual first fails to fall) are done in single precision
-    (``_factorise_single``, half the cost) when no site precision is negative: their
-    marginals only steer a step whose result is far from converged.  One whose
-    residual comes out below sqrt(10 tol), or that is the last allowed, fails, or
-    gives improper marginals, is redone in double, so convergence, the evidence and
-    the gradient always come from a double-precision factorisation.
+    Parallel updates (``_parallel_run``) refresh every site from the current
+    marginals, then refactorise once; they stop when that update (undamped) would
+    change no site by more than ``tol`` (the sites are then kept: they are a fixed
+    point to that tolerance) and the log evidence moved by less than
+    ``tol * (1 + |log Z|)`` since the previous factorisation (unless that was in
+    single precision or at the prior, which needs no factorisation: B = I).  Their
+    damping is halved (down to ``min_damping``) whenever the largest site change
+    grows from one sweep to the next, and raised by 1.25 (up to its initial value)
+    while it falls.  With ``accelerate``, once the residual is below 0.1, each
+    factorisation is followed by cheap sweeps on the linearised marginals (see
+    ``_linearised_sweeps``): quadratic convergence; after a step that fails to
+    halve the residual it is suspended until plain sweeps have halved it.  A
+    parallel step whose negative site precisions make the posterior improper is
+    rejected and retried (see the header).  The first factorisation and those
+    after a plain step from a residual above 0.01 (until the residual first fails
+    to fall, the first step from the prior excepted) are done in single precision
+    (``_factorise_single``) when no site precision is negative: their marginals
+    only steer a step whose result is far from converged.  One whose residual
+    comes out below sqrt(10 tol), or that is the last allowed, fails, or gives
+    improper marginals, is redone in double, so convergence, the evidence and the
+    gradient always come from a double-precision factorisation.
 
     ``Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the final
     sites for the gradient, or a 0 x 0 array.  ``damping_start`` (parallel only):
     the damping of the first steps if below ``damping``, which it recovers to while
     the residual falls.  ``scratch`` (optional): at least
     ``scratch_size(n, parallel, Binv.shape[0] > 0)`` doubles from which the n x n
-    work buffers are carved (reused across calls, it saves their page faults:
-    about one Cholesky per warm evaluation at n = 2000 here, with the caller's L and
-    Binv reused too); without it they are allocated here.
+    work buffers are carved (reused across calls, it saves their page faults);
+    without it they are allocated here.
 
-    Returns (status, n_sweeps, converged, log_evidence, dlik0, damping, counts,
-    n_inner, n_single, residual, Q) where counts = (skipped_cavity, clipped_site,
-    nonfinite, bad_cavity_at_end, clipped_in_last_sweep, rejected_steps), n_inner the
-    number of linearised sweeps, n_single the number of single-precision
-    factorisations, residual the largest relative site change of the last parallel
-    proposal (sequential: of the last sweep) and Q the n x m correction of the m
-    negative sites at the end (R = S B^{-1} S - Q Q').
-    n_sweeps counts the sweeps followed by a factorisation.  On return L = chol(B),
-    S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean weights), mu and var the
-    marginal means and variances at the final sites.
-
+    On return L = chol(B), S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean
+    weights), mu and var the marginal means and variances at the final sites.
     Signal handlers get their turn (``check_signals``) every SIGNAL_BLOCK sites of
     a sequential sweep and before every parallel step and retried factorisation:
     a KeyboardInterrupt leaves with tau, nu, L, b, S, mu and var part-updated.
     """
-    cdef int n = K.shape[0]
-    cdef int i, j, k, sweep = 0, status = ST_OK, flags, n_bad = 0, n_inner = 0
-    cdef int n_skip = 0, n_clip = 0, n_nonfinite = 0, n_clip_last = 0, n_reject = 0
-    cdef int n_neg = 0, n_improper = 0, n_single = 0, attempt
-    cdef int counts[3]
-    cdef bint converged = False, accel_used = False, clip = False
-    cdef bint single = False, prev_single = False, use_single, single_ok = True
-    cdef bint l_kept = True
-    cdef bint prev_rough = False, prior_start
-    cdef double keep_single = sqrt(10.0 * tol)
-    cdef double accel_below = 0.1, damping0 = damping
-    cdef double chord_scale = 1.0, best_change = INFINITY
-    cdef int n_stalled = -1
-    cdef double logz = 0.0, logz_old = INFINITY, change = INFINITY, change_old = INFINITY
-    cdef double dlik0 = 0.0, next_check = 0.0
-    cdef double t_new, n_new, dtau, dnu, c, sii, coef, mui
-    cdef double *Linv = NULL
-    cdef double *own_linv = NULL
-    cdef float *M32 = NULL
-    cdef double *Sigma = NULL
-    cdef double *V = NULL
-    cdef double *work = NULL
-    cdef double *block = NULL
-    cdef int *idx = NULL
-    cdef unsigned char *rowmask = NULL
-    cdef int nb = 128 if n > 128 else n
-    cdef double *col
-    cdef double *t
-    cdef double *w
-    cdef double *tau_old
-    cdef double *nu_old
-    cdef double *tnew
-    cdef double *nnew
-    cdef double *var_old
-    cdef double *mu_old
-    cdef const double* Kp
-    cdef double* Lp
-    cdef double* taup
-    cdef double* nup
+    cdef Run r
     cdef Quad quad, evq
-    cdef Model md
-    cdef Neg ng
-    cdef char uplo = b'L'
-    cdef int one = 1, info = 0
+    cdef int n = K.shape[0], k
     cdef bint want_binv = Binv.shape[0] > 0
-    cdef bint carve = scratch is not None and \
-        scratch.shape[0] >= scratch_size(K.shape[0], parallel, want_binv) > 0
-    cdef double* region = NULL
-    if K.shape[0] != K.shape[1]:
-        raise ValueError("K must be square.")
-    for name, arr in (("y", y), ("tau", tau), ("nu", nu), ("b", b), ("S", S),
-                      ("mu", mu), ("var", var)):
-        if arr.shape[0] != n:
-            raise ValueError(f"{name} must have length {n}.")
-    if L.shape[0] != n or L.shape[1] != n:
-        raise ValueError("L must be n x n.")
-    if want_binv and (Binv.shape[0] != n or Binv.shape[1] != n):
-        raise ValueError("Binv must be n x n or 0 x 0.")
-    if not parallel and (orders.shape[0] < max_sweeps or orders.shape[1] != n):
-        raise ValueError("orders must have one permutation of range(n) per sweep.")
-    if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
-        raise ValueError("quadrature nodes and weights differ in length.")
-    if rule != RULE_EP and rule != RULE_PL:
-        raise ValueError(f"unknown site rule {rule}.")
-    if rule == RULE_PL and lik != LIK_GAUSSIAN and evq_x.shape[0] == 0:
-        raise ValueError("posterior linearisation needs the evidence quadrature rule.")
+    cdef Py_ssize_t size
+    _check_run_args(K, y, tau, nu, L, b, S, mu, var, Binv, parallel, orders,
+                    max_sweeps, quad_x, quad_logw, evq_x, evq_logw, rule, lik)
     if n == 0:
-        return (ST_OK, 0, True, 0.0, 0.0, damping, (0, 0, 0, 0, 0, 0), 0, 0, 0.0,
-                np.zeros((0, 0), order="F"))
+        return SiteRun(status=ST_OK, n_sweeps=0, converged=True, log_evidence=0.0,
+                       dlik0=0.0, damping=damping, n_skipped=0, n_clipped=0,
+                       n_nonfinite=0, n_improper_final=0, n_clipped_last_sweep=0,
+                       n_rejected=0, n_linearised=0, n_single=0, residual=0.0,
+                       Q=np.zeros((0, 0), order="F"))
+    memset(&r, 0, sizeof(Run))
     # Pointers into the caller's arrays only once their shapes are checked and n > 0
     # (&K[0, 0] of an empty array is an out-of-bounds index).
-    Kp = &K[0, 0]
-    Lp = &L[0, 0]
-    taup = &tau[0]
-    nup = &nu[0]
-    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
-    if parallel and 0.0 < damping_start < damping:
-        damping = damping_start
-    # The n x n work buffers (in the order of scratch_size): carved from the
-    # caller's scratch, or allocated (then own_linv, M32, Sigma, V are freed).
-    if carve:
-        region = &scratch[0]
-    else:
-        region = <double*> _big_alloc(<size_t> scratch_size(n, parallel, want_binv)
-                                      * sizeof(double))
-    # L^{-1} is kept in the caller's Binv when there is one (B^{-1} ends there).
-    if region != NULL:
-        if not want_binv:
-            own_linv = region
-            region += <size_t> n * n
-        if parallel:
-            M32 = <float*> region
-        else:
-            Sigma = region
-            V = region + <size_t> n * n
-    Linv = own_linv if not want_binv else &Binv[0, 0]
-    work = <double*> malloc((17 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
-    block = <double*> malloc(n * nb * sizeof(double))
-    idx = <int*> malloc(n * sizeof(int))
-    rowmask = <unsigned char*> malloc(n)
-    region = NULL if carve else (own_linv if own_linv != NULL else
-                                 (<double*> M32 if parallel else Sigma))
-    if _neg_init(&ng, n) != 0 or Linv == NULL or work == NULL or block == NULL \
-            or idx == NULL or rowmask == NULL \
-            or (not parallel and (Sigma == NULL or V == NULL)) \
-            or (parallel and M32 == NULL):
-        free(region); free(work); free(block); free(idx); free(rowmask)
-        _neg_free(&ng)
-        raise MemoryError()
-    col = work; t = work + n; w = work + 2 * n; tau_old = work + 3 * n; nu_old = work + 4 * n
-    tnew = work + 5 * n; nnew = work + 6 * n
-    var_old = work + 7 * n; mu_old = work + 8 * n
+    r.n = n
+    r.K = &K[0, 0]
+    r.L = &L[0, 0]
+    r.tau = &tau[0]
+    r.nu = &nu[0]
+    r.S = &S[0]
+    r.b = &b[0]
+    r.mu = &mu[0]
+    r.var = &var[0]
+    _model_init(&r.md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
+    _run_options(&r, parallel, damping, min_damping, tol, max_sweeps, accelerate,
+                 damping_start)
+    size = scratch_size(n, parallel, want_binv)
     try:
-        with nogil:
-            # Marginals at the starting sites (accelerated parallel EP: in single
-            # precision first).  Negative precisions of a warm start that make the
-            # posterior improper under this K are dropped.
-            prior_start = _no_positive_site(taup, n)
-            single = M32 != NULL and \
-                _factorise_single(Kp, taup, nup, &S[0], Lp, Linv, M32, t, n, &ng) == ST_OK
-            l_kept = not single
-            if single:
-                status = ST_OK
-                n_single += 1
-            else:
-                status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
-            if status == ST_IMPROPER:
-                n_reject += 1
-                for i in range(n):
-                    if taup[i] < 0.0:
-                        taup[i] = 0.0
-                status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
-            if status == ST_OK:
-                _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup, n, &var[0],
-                           &mu[0], &b[0], t, w, idx, block, nb, Sigma, V, &ng)
-                logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
-                                     n, &dlik0, &n_bad)
-            while parallel and status == ST_OK:
-                check_signals(&next_check)
-                counts[0] = 0; counts[1] = 0; counts[2] = 0
-                change = _propose(&md, y, taup, nup, &var[0], &mu[0], n, False, tnew,
-                                  nnew, counts)
-                if single and not (isfinite(change) and change >= keep_single
-                                   and sweep < max_sweeps):
-                    # A single-precision factorisation only steers steps that leave a
-                    # residual far above its rounding: near convergence, at the last
-                    # sweep or with a nonfinite proposal it is redone in double.
-                    single = False
-                    l_kept = True
-                    status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
-                    if status != ST_OK:
-                        break
-                    _marginals(Kp, Lp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
-                               w, idx, block, nb, Sigma, V, &ng)
-                    logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp,
-                                         ng.logdet, n, &dlik0, &n_bad)
-                    continue
-                n_skip += counts[0]
-                n_clip += counts[1]
-                n_nonfinite += counts[2]
-                n_clip_last = counts[1]
-                if not isfinite(change):
-                    # A site precision overflowed: the posterior has collapsed at that
-                    # point (e.g. duplicated inputs with conflicting labels under a
-                    # noise-free likelihood).  Numerically singular, like a failed
-                    # factorisation: the caller retries with jitter on K.
-                    status = ST_NOT_PD
-                    break
-                if change < best_change:
-                    best_change = change
-                elif change > 1.0 and change > RUNAWAY_GROWTH * best_change:
-                    # Running away (e.g. undamped updates on a large, strongly
-                    # correlated K): stop unconverged; the caller tries its next start.
-                    break
-                if change <= tol and (sweep == 0 or prev_rough or
-                                      fabs(logz - logz_old) <= tol * (1.0 + fabs(logz))):
-                    converged = True
-                    break
-                if sweep >= max_sweeps:
-                    break
-                if accel_used and change > 0.5 * change_old:
-                    # The chord step overshot: shorten it; after CHORD_HALVINGS
-                    # failures the linearisation is not good enough here: plain
-                    # (damped) sweeps until the residual has halved.
-                    if chord_scale > 0.5 ** CHORD_HALVINGS:
-                        chord_scale *= 0.5
-                    else:
-                        chord_scale = 1.0
-                        accel_below = 0.5 * (change if change < change_old
-                                             else change_old)
-                        n_stalled = 0
-                elif accel_used and chord_scale < 1.0:
-                    chord_scale *= 2.0
-                elif accelerate and change > accel_below and change > 0.95 * change_old \
-                        and n_stalled >= 0:
-                    # ... or until STALLED_SWEEPS of them have barely reduced it (a
-                    # slow or unstable mode): then the chord model is the better bet.
-                    n_stalled += 1
-                    if n_stalled >= STALLED_SWEEPS:
-                        accel_below = change
-                accel_used = accelerate and change <= accel_below
-                # Plain parallel EP: a growing residual after the first sweeps means
-                # the joint update overshoots; damp it more.
-                if not accel_used and sweep > 2 and change > change_old \
-                        and damping > min_damping:
-                    damping = damping * 0.5
-                    if damping < min_damping:
-                        damping = min_damping
-                elif sweep > 0 and change < change_old and damping < damping0:
-                    # ... and while the residual falls, let it recover (up to the
-                    # damping asked for).
-                    damping = damping * 1.25
-                    if damping > damping0:
-                        damping = damping0
-                memcpy(tau_old, taup, n * sizeof(double))
-                memcpy(nu_old, nup, n * sizeof(double))
-                memcpy(var_old, &var[0], n * sizeof(double))
-                memcpy(mu_old, &mu[0], n * sizeof(double))
-                n_improper = counts[0]
-                clip = False
-                prev_single = single
-                # The evidence of a single-precision factorisation, or of the prior a
-                # run starts from, is no reference for the next one's convergence.
-                prev_rough = single or (sweep == 0 and prior_start)
-                # Single precision after a plain step from far off (the next residual
-                # stays far above its rounding), as long as the residual has fallen at
-                # every step: its rounding must not be what keeps it up.  The first
-                # step from the prior is exempt: the prior's residual comes from no
-                # factorisation, and the first step's commonly exceeds it.
-                single_ok = single_ok and (sweep == 0 or change < change_old
-                                           or (sweep == 1 and prior_start))
-                use_single = M32 != NULL and single_ok and not accel_used \
-                    and change > 0.01
-                while True:
-                    for i in range(n):
-                        taup[i] = tau_old[i] + damping * (tnew[i] - tau_old[i])
-                        nup[i] = nu_old[i] + damping * (nnew[i] - nu_old[i])
-                    if accel_used:
-                        if _linearisation(Linv, M32, &S[0], n, &ng,
-                                          prev_single) != ST_OK:
-                            status = ST_NOMEM
-                            break
-                        n_inner += 1 + _linearised_sweeps(
-                            &md, y, taup, nup, tau_old, nu_old, M32, &var[0], &mu[0],
-                            n, damping,
-                            0.01 * (tol if tol > change * change else change * change),
-                            49, work + 9 * n)
-                        if chord_scale < 1.0:
-                            for i in range(n):
-                                taup[i] = tau_old[i] + chord_scale * (taup[i] - tau_old[i])
-                                nup[i] = nu_old[i] + chord_scale * (nup[i] - nu_old[i])
-                    for attempt in range(2):
-                        # A single-precision factorisation that fails, or whose
-                        # marginals look improper, is redone in double.
-                        single = use_single and attempt == 0
-                        if single:
-                            l_kept = False
-                            status = _factorise_single(Kp, taup, nup, &S[0], Lp, Linv,
-                                                       M32, t, n, &ng)
-                        else:
-                            l_kept = _keep_factor(accel_used, change, tol, taup,
-                                                  var_old, n, rowmask)
-                            status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n,
-                                                &ng, l_kept, rowmask)
-                        if status == ST_OK:
-                            _marginals(Kp, NULL if single else Lp, Linv, &S[0], nup,
-                                       n, &var[0], &mu[0], &b[0], t, w, idx, block,
-                                       nb, Sigma, V, &ng, NULL if l_kept else rowmask)
-                            if clip or _n_improper_cavities(taup, &var[0], n) \
-                                    <= n_improper:
-                                break
-                            status = ST_IMPROPER
-                        if not single:
-                            break
-                    if status == ST_OK:
-                        n_single += single
-                    if status != ST_IMPROPER:
-                        break
-                    # The step made the posterior, or a cavity, improper: retry it
-                    # without acceleration, then with less damping, then with the
-                    # negative proposals clipped (a proper posterior).
-                    n_reject += 1
-                    check_signals(&next_check)   # before its next factorisation
-                    memcpy(taup, tau_old, n * sizeof(double))
-                    memcpy(nup, nu_old, n * sizeof(double))
-                    memcpy(&var[0], var_old, n * sizeof(double))
-                    memcpy(&mu[0], mu_old, n * sizeof(double))
-                    if accel_used:
-                        accel_used = False
-                        accel_below = 0.5 * change
-                    elif damping > min_damping:
-                        damping = damping * 0.5
-                        if damping < min_damping:
-                            damping = min_damping
-                    elif not clip:
-                        clip = True
-                        counts[0] = 0; counts[1] = 0; counts[2] = 0
-                        _propose(&md, y, taup, nup, &var[0], &mu[0], n, True, tnew,
-                                 nnew, counts)
-                        n_clip += counts[1]
-                        n_clip_last = counts[1]
-                    else:
-                        status = ST_NOT_PD
-                        break
-                if status != ST_OK:
-                    break
-                change_old = change
-                sweep += 1
-                logz_old = logz
-                logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
-                                     n, &dlik0, &n_bad)
-            while not parallel and status == ST_OK and sweep < max_sweeps:
-                memcpy(tau_old, taup, n * sizeof(double))
-                memcpy(nu_old, nup, n * sizeof(double))
-                n_clip_last = n_clip
-                n_neg = 0
-                for i in range(n):
-                    n_neg += taup[i] < 0.0
-                for k in range(n):
-                    if k % SIGNAL_BLOCK == 0:    # O(n^2) per site
-                        check_signals(&next_check)
-                    i = orders[sweep, k]
-                    sii = Sigma[i + i * n]
-                    mui = mu[i]
-                    # s = Sigma e_i, gathered from the lower triangle.
-                    for j in range(i):
-                        col[j] = Sigma[i + j * n]
-                    for j in range(i, n):
-                        col[j] = Sigma[j + i * n]
-                    clip = False
-                    while True:
-                        _site_update(&md, y[i], taup[i], nup[i], sii, mui, damping,
-                                     clip, &t_new, &n_new, &flags)
-                        dtau = t_new - taup[i]
-                        dnu = n_new - nup[i]
-                        # The rank-one update keeps Sigma positive definite even when
-                        # the new precision is negative: 1 + dtau Sigma_ii =
-                        # (tau_cav + t_new) / (tau_cav + tau_i) > 0.  With negative
-                        # sites it may leave another cavity improper: then the update
-                        # is clipped, and failing that skipped.
-                        c = dtau / (1.0 + dtau * sii)
-                        if flags != 0 or n_neg - (taup[i] < 0.0) + (t_new < 0.0) == 0 \
-                                or _cavities_stay_proper(Sigma, col, c, taup, i, n):
-                            break
-                        if not clip and t_new < 0.0:
-                            clip = True
-                            continue
-                        flags = 1
-                        t_new = taup[i]
-                        n_new = nup[i]
-                        dtau = 0.0
-                        dnu = 0.0
-                        break
-                    if clip and flags == 0:
-                        flags = 2
-                    n_skip += flags & 1
-                    n_clip += (flags >> 1) & 1
-                    n_nonfinite += (flags >> 2) & 1
-                    if dtau == 0.0 and dnu == 0.0:
-                        continue
-                    n_neg += (t_new < 0.0) - (taup[i] < 0.0)
-                    coef = dnu * (1.0 - c * sii) - c * mui
-                    for j in range(n):
-                        mu[j] += coef * col[j]
-                    c = -c
-                    dsyr(&uplo, &n, &c, col, &one, Sigma, &n)
-                    taup[i] = t_new
-                    nup[i] = n_new
-                sweep += 1
-                n_clip_last = n_clip - n_clip_last
-                # Fresh factorisation at the new sites (no drift from rank-one updates).
-                # An improper posterior here is rounding (the updates keep it proper):
-                # numerically singular, like a failed factorisation.
-                status = _factorise(Kp, taup, nup, &S[0], Lp, Linv, t, n, &ng)
-                if status == ST_IMPROPER:
-                    status = ST_NOT_PD
-                if status != ST_OK:
-                    break
-                _marginals(Kp, Lp, Linv, &S[0], nup, n, &var[0], &mu[0], &b[0], t,
-                           w, idx, block, nb, Sigma, V, &ng)
-                change = 0.0
-                for i in range(n):
-                    change = _max_change(change, tau_old[i], taup[i])
-                    change = _max_change(change, nu_old[i], nup[i])
-                if not isfinite(change):
-                    status = ST_NONFINITE
-                    break
-                logz_old = logz
-                logz = _log_evidence(&md, y, taup, nup, &var[0], &mu[0], Lp, ng.logdet,
-                                     n, &dlik0, &n_bad)
-                if change <= tol and fabs(logz - logz_old) <= tol * (1.0 + fabs(logz)):
-                    converged = True
-                    break
-            if status == ST_OK and not l_kept:
-                # The last factorisation kept only L's diagonal (a chord step that
-                # converged at once, e.g. a Gaussian likelihood): L for the result.
-                gpc_site_matrix_symv(Kp, &S[0], nup, Lp, w, n)
-                if chol_lower(Lp, n) != 0:
-                    status = ST_NOT_PD
-            if status == ST_OK and want_binv:
-                # B^{-1} = L^{-T} L^{-1} from the final factorisation's inverse factor.
-                dlauum(&uplo, &n, &Binv[0, 0], &n, &info)
-        if status == ST_NOMEM:
+        if _run_buffers(&r, &scratch[0] if scratch is not None
+                        and scratch.shape[0] >= size > 0 else NULL, size, parallel,
+                        &Binv[0, 0] if want_binv else NULL) != ST_OK:
             raise MemoryError()
-        Q = np.zeros((n, ng.m if status == ST_OK else 0), order="F")
+        with nogil:
+            if _start(&r, y) == ST_OK:
+                if parallel:
+                    _parallel_run(&r, y)
+                else:
+                    _sequential_run(&r, y, orders)
+            _finish(&r, want_binv)
+        if r.status == ST_NOMEM:
+            raise MemoryError()
+        Q = np.zeros((n, r.ng.m if r.status == ST_OK else 0), order="F")
         for k in range(Q.shape[1]):
-            Q[:, k] = <double[:n]> (ng.Q + k * n)
+            Q[:, k] = <double[:n]> (r.ng.Q + k * n)
     finally:
-        free(region); free(work); free(block); free(idx); free(rowmask)
-        _neg_free(&ng)
-    return (status, sweep, bool(converged), logz, dlik0, damping,
-            (n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject), n_inner,
-            n_single, change, Q)
+        _run_free(&r)
+    return SiteRun(status=r.status, n_sweeps=r.sweep, converged=bool(r.converged),
+                   log_evidence=r.logz, dlik0=r.dlik0, damping=r.damping,
+                   n_skipped=r.n_skip, n_clipped=r.n_clip,
+                   n_nonfinite=r.n_nonfinite, n_improper_final=r.n_bad,
+                   n_clipped_last_sweep=r.n_clip_last, n_rejected=r.n_reject,
+                   n_linearised=r.n_inner, n_single=r.n_single, residual=r.change,
+                   Q=Q)
 
 
 def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,

@@ -1031,7 +1031,7 @@ def test_auto_updates_fall_back_to_sequential_when_parallel_runs_fail(monkeypatc
     def failing_parallel(*args):
         calls.append(args[13])                     # the "parallel" flag
         if args[13]:
-            return (ep_module._ep.STATUS_NONFINITE,) + (None,) * 10
+            return ep_module._ep.SiteRun(status=ep_module._ep.STATUS_NONFINITE)
         return run(*args)
 
     monkeypatch.setattr(ep_module._ep, "ep_run", failing_parallel)

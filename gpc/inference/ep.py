@@ -254,9 +254,9 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                          parallel, orders[parallel], damping, float(min_damping),
                          float(tol), max_sweeps, bool(accelerate), Binv, rule, evq_x,
                          evq_logw, damping_start, scratch)
-        if out[0] == _ep.STATUS_NOT_PD:
+        if out.status == _ep.STATUS_NOT_PD:
             return None
-        if out[0] == _ep.STATUS_NONFINITE:
+        if out.status == _ep.STATUS_NONFINITE:
             raise FloatingPointError(f"{name}: a non-finite site parameter appeared "
                                      "(the kernel matrix is probably badly scaled).")
         return Kj, tau, nu, L, b, S, mu, var, Binv, out
@@ -271,7 +271,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     # with a finite evidence) is kept.
     def distance(run):
         out = run[0][-1]
-        return (not np.isfinite(out[3]), out[9])  # (evidence not finite, residual)
+        return (not np.isfinite(out.log_evidence), out.residual)
 
     best, n_runs = None, 0                         # best = (fields, jitter, start)
     for k, start in enumerate(starts):
@@ -287,11 +287,11 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
             best = run                             # (only the best run's n x n kept)
         out = run[0][-1]
         del run
-        if out[2] and np.isfinite(out[3]):
+        if out.converged and np.isfinite(out.log_evidence):
             break
     (Kj, tau, nu, L, b, S, mu, var, Binv, out), jitter, start = best
-    (_, n_sweeps, converged, log_evidence, dlik0, damping_end, counts, n_inner,
-     n_single, _, Q) = out
+    n_sweeps, converged, log_evidence = out.n_sweeps, out.converged, out.log_evidence
+    dlik0, Q = out.dlik0, out.Q
     warm_rejected = len(starts) > 1 and not starts[0][3] and start[3]
     used = "parallel" if start[4] else "sequential"
     if not np.isfinite(log_evidence):
@@ -300,7 +300,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
             f"({'converged' if converged else 'not converged'}); the posterior has "
             "run into a region where the likelihood's moments underflow (try a "
             "smaller kernel variance or more damping).")
-    n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject = counts
+    n_bad, n_clip_last = out.n_improper_final, out.n_clipped_last_sweep
     if not converged:
         warnings.warn(f"{name} did not converge in {n_sweeps} sweeps (max_sweeps="
                       f"{max_sweeps}, {used}); the evidence and its gradient are "
@@ -345,13 +345,14 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         info={"method": name.lower(), "updates": used,
               "sequential_fallback": updates == "auto" and used == "sequential",
               "likelihood": likelihood.name,
-              "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,
-              "n_single_precision": n_single, "warm_start_rejected": warm_rejected,
+              "n_sweeps": n_sweeps, "n_linearised_sweeps": out.n_linearised,
+              "n_single_precision": out.n_single, "warm_start_rejected": warm_rejected,
               "n_runs": n_runs, "start_damping": start[2],
-              "converged": bool(converged), "damping": damping_end,
-              "n_skipped": n_skip, "n_clipped": n_clip, "n_nonfinite": n_nonfinite,
+              "converged": bool(converged), "damping": out.damping,
+              "n_skipped": out.n_skipped, "n_clipped": out.n_clipped,
+              "n_nonfinite": out.n_nonfinite,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
-              "n_negative": int(np.count_nonzero(tau < 0)), "n_rejected": n_reject,
+              "n_negative": int(np.count_nonzero(tau < 0)), "n_rejected": out.n_rejected,
               "gradient_exact": bool(n_clip_last == 0 and exact),
               "jitter": jitter, "mean": mu,
               "var": var},
