@@ -301,9 +301,9 @@ def _matmul(A, B):
 
     All of gpc's heavy linear algebra (the Cython loops use
     ``scipy.linalg.cython_blas``) runs on SciPy's BLAS.  numpy may ship its own
-    OpenBLAS, whose worker threads keep spinning for a while after each call; a
-    numpy product between two of SciPy's factorisations was measured to slow those
-    by 1.7x on 2 cores.  One thread pool avoids that.
+    OpenBLAS, whose worker threads keep spinning for a while after each call and
+    then compete for the cores with SciPy's threads in the factorisation that
+    follows.  One thread pool avoids that.
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
