@@ -55,7 +55,7 @@ from .optimize import GammaPrior, LogNormalPrior, maximize_evidence
 from .posterior import ExplicitPosterior, SitePosterior
 from .sparse import SparseGPClassifier, SparseGPRegressor
 
-__version__ = "0.1.0"
+from ._version import version as __version__
 
 __all__ = [
     "GammaPrior",

@@ -23,8 +23,9 @@ log-hyperparameters is then
 
 computed by :func:`contract` (or the ``contract`` method of gpc kernels)
 without forming the ``n x n x p`` tensor ``kernel(X, eval_gradient=True)[1]``.
-For an ARD squared exponential this costs one ``n x n`` elementwise product
-and one ``(n x n) @ (n x d)`` matrix product.
+For an ARD squared exponential this is one compiled pass over ``dK`` and ``K``
+that sums the pairs' squared coordinate differences directly (up to 16 input
+dimensions; beyond, the pass and one BLAS symmetric matrix product).
 
 ``dK`` is normally symmetric (inference returns a symmetric matrix), but this
 is not required: every formula here uses both row and column sums, so the
@@ -40,11 +41,15 @@ composites Sum, Product and Exponentiation (produced by ``+``, ``*`` and
 
 Numerics
 --------
-Squared distances are computed with BLAS as
-``|z_i|^2 + |z_j|^2 - 2 z_i . z_j`` on inputs centred at their mean and
-divided by the length scales, clipped at zero; ``K(X)`` is exactly
-symmetric with an exactly zero-distance diagonal.  Dot products are computed
-as ``X @ Y.T``.
+Distances are taken between inputs centred at their mean and divided by the
+length scales.  For ``K(X)`` a compiled pass (:func:`gpc._kern.sym_stationary`)
+forms the lower triangle and mirrors it, so ``K(X)`` is exactly symmetric with
+an exactly zero-distance diagonal: up to 16 input dimensions it sums the
+squared differences coordinate by coordinate (nothing cancels); beyond, it uses
+``|z_i|^2 / 2 + |z_j|^2 / 2 - z_i . z_j`` from one BLAS ``dsyrk``, clipped at
+zero.  Cross-covariances ``K(X, Y)`` use that same identity through one BLAS
+``dgemm``, clipped at zero.  Dot products come from BLAS too: ``dsyrk``,
+mirrored, for ``X @ X.T`` and ``dgemm`` for ``X @ Y.T``.
 """
 
 import numbers
@@ -296,9 +301,9 @@ def _matmul(A, B):
 
     All of gpc's heavy linear algebra (the Cython loops use
     ``scipy.linalg.cython_blas``) runs on SciPy's BLAS.  numpy may ship its own
-    OpenBLAS, whose worker threads keep spinning for a while after each call; a
-    numpy product between two of SciPy's factorisations was measured to slow those
-    by 1.7x on 2 cores.  One thread pool avoids that.
+    OpenBLAS, whose worker threads keep spinning for a while after each call and
+    then compete for the cores with SciPy's threads in the factorisation that
+    follows.  One thread pool avoids that.
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -322,12 +327,13 @@ def _gram(Z):
 
 
 def _neg_half_sqdist(Z, ZY=None):
-    """``-0.5 * |z_i - y_j|^2`` via BLAS, clipped at zero (result <= 0).
+    """``-0.5 * |z_i - y_j|^2``, clipped at zero (result <= 0).
 
-    Computed as ``z_i . y_j - (h_i + h'_j)`` with ``h = |z|^2 / 2`` and
-    ``h' = |y|^2 / 2``.  For ``ZY is None`` the compiled one-pass routine
+    For ``ZY is None`` the compiled one-pass routine
     (:func:`gpc._kern.sym_stationary`) computes the lower triangle and mirrors
-    it: exactly symmetric, zero diagonal.
+    it: exactly symmetric, zero diagonal.  Otherwise it is computed by one BLAS
+    ``dgemm`` as ``z_i . y_j - (h_i + h'_j)`` with ``h = |z|^2 / 2`` and
+    ``h' = |y|^2 / 2``.
     """
     if ZY is None:
         return sym_stationary(np.ascontiguousarray(Z, dtype=np.float64), 1.0, False)

@@ -46,11 +46,12 @@ A tiny jitter is added to K only when its Cholesky factorisation fails (it is
 reported as ``jitter`` in the results); the samples are then those of the prior
 ``N(0, K + jitter I)``.  For the probit and logit likelihoods the sum of
 ``log p(y_i | f_i)`` over a matrix of states is computed with SciPy's
-``log_ndtr`` / ``log_expit`` (the same values as ``likelihood.log_lik``, checked in
-the tests, and several times faster on large blocks); every other likelihood
-goes through ``likelihood.log_lik``.  Up to n = 1000 the samplers run with one
-BLAS thread (restored afterwards): the matrix products of a step are small, and
-idle BLAS threads spinning between them slow the rest of the step.
+``log_ndtr`` / ``log_expit`` in place on one block (the same values as
+``likelihood.log_lik``, checked in the tests, without its per-call target checks
+and broadcast copies); every other likelihood goes through
+``likelihood.log_lik``.  Up to n = 1000 the samplers run with one BLAS thread
+(restored afterwards): the matrix products of a step are small, and idle BLAS
+threads spinning between them slow the rest of the step.
 
 Examples
 --------
@@ -640,9 +641,8 @@ class _Slicer:
 
 def _blas_threads(n):
     """One BLAS thread for small problems: the n x n by n x c products of a step
-    gain nothing from threads there, and threads spinning between the products slow
-    the elementwise work of the slice search (about threefold, measured at n = 234
-    on 2 cores)."""
+    gain nothing from threads there, and threads spinning between the products
+    take the cores from the elementwise work of the slice search."""
     if n > _SINGLE_THREAD_N:
         return contextlib.nullcontext()
     from threadpoolctl import threadpool_limits

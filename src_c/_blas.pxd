@@ -4,8 +4,8 @@
 # (column-major) n x n buffers with leading dimension n; symmetric matrices use (and
 # factorisations fill) the LOWER triangle.  SciPy's Cython BLAS uses plain `int`
 # for dimensions (no ILP64 `blas_int` is exposed by the SciPy versions we support).
-from scipy.linalg.cython_blas cimport dsymv, dtrsv, dtrsm, dsyr, dger, ddot, dgemv, dscal, daxpy, dcopy, dsymm, dgemm, dsyrk
-from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs, dtrtri, dlauum
+from scipy.linalg.cython_blas cimport dsymv
+from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs
 
 
 cdef inline int chol_lower(double* a, int n) noexcept nogil:
@@ -33,49 +33,12 @@ cdef inline int chol_solve_lower(const double* l, int n, double* b, int nrhs) no
     return info
 
 
-cdef inline void trsv_lower(const double* l, int n, double* x, bint transpose) noexcept nogil:
-    """x <- L^{-1} x (or L^{-T} x when `transpose`)."""
-    cdef char uplo = b'L'
-    cdef char trans = b'T' if transpose else b'N'
-    cdef char diag = b'N'
-    cdef int one = 1
-    dtrsv(&uplo, &trans, &diag, &n, <double*> l, &n, x, &one)
-
-
-cdef inline void trsm_left_lower(const double* l, int n, double* b, int nrhs) noexcept nogil:
-    """B <- L^{-1} B for an n x nrhs Fortran block B with leading dimension n."""
-    cdef char side = b'L'
-    cdef char uplo = b'L'
-    cdef char trans = b'N'
-    cdef char diag = b'N'
-    cdef double one = 1.0
-    dtrsm(&side, &uplo, &trans, &diag, &n, &nrhs, &one, <double*> l, &n, b, &n)
-
-
 cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
                             double alpha, double beta) noexcept nogil:
     """y <- alpha A x + beta y for symmetric A stored in the lower triangle."""
     cdef char uplo = b'L'
     cdef int one = 1
     dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
-
-
-cdef inline double dot(const double* x, const double* y, int n) noexcept nogil:
-    cdef int one = 1
-    return ddot(&n, <double*> x, &one, <double*> y, &one)
-
-
-cdef inline int chol_site_matrix(const double* K, const double* s, double* L,
-                                 int n) noexcept nogil:
-    """L = chol(I + diag(s) K diag(s)) in place (lower), the well-conditioned matrix of
-    every site-form method (Laplace: s = sqrt(W); EP: s = sqrt(tau)).  Reads the lower
-    triangle of K; returns LAPACK info."""
-    cdef int i, j
-    for j in range(n):
-        for i in range(j, n):
-            L[i + j * n] = s[i] * K[i + j * n] * s[j]
-        L[j + j * n] += 1.0
-    return chol_lower(L, n)
 
 
 cdef inline int site_inverse(const double* L, double* R, int n) noexcept nogil:

@@ -1,5 +1,5 @@
-# Single-pass input checks on n x n matrices (the NumPy equivalent makes several full
-# passes and temporaries, which costs about one Cholesky of the same size), and which
+# Single-pass input checks on n x n matrices (they run on K before inference; the
+# NumPy equivalent makes several full passes and n x n temporaries), and which
 # build this is: BOUNDS_CHECKED, C_ASSERTS and the test hooks of the checked build.
 
 from libc.math cimport fabs

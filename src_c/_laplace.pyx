@@ -25,7 +25,7 @@ from libc.stdlib cimport malloc, free
 from scipy.linalg.cython_lapack cimport spotrf, spotrs
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
-                    scale_site_inverse, site_inverse, symv_lower, dot)
+                    scale_site_inverse, site_inverse, symv_lower)
 from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN
 from _signals cimport check_signals
 

@@ -1,5 +1,6 @@
 /* Passes over n x n matrices (column-major, lower triangle) for EP and posterior
- * linearisation, where memory traffic, not arithmetic, sets the cost at n = 2000.
+ * linearisation, where memory traffic, not arithmetic, sets the cost: each entry
+ * read takes a few flops, and the matrices outgrow the caches.
  *
  * 1. One pass over K that forms the site matrix of a factorisation and, on the way, the
  * matrix-vector product the marginals need next (EP and posterior linearisation):
@@ -7,9 +8,9 @@
  *   B = I + diag(s) K diag(s)   (lower triangle, B_ij = (s_i K_ij) s_j),
  *   t = K x                     (K symmetric, its lower triangle read).
  *
- * At n = 2000 these steps are memory-bound: K's lower triangle is 16 MB, and reading
- * it once instead of twice (B formed, then a dsymv) saves a pass over 16 MB at each
- * of the three factorisations of a warm EP evaluation.
+ * Both steps are memory-bound once K's lower triangle (4 n^2 bytes) outgrows the
+ * caches, so reading it once instead of twice (B formed, then a dsymv) saves a pass
+ * over K at every factorisation.
  * B goes to a double (gpc_site_matrix_symv) or a single-precision buffer
  * (gpc_site_matrix_symv_f); t is always summed in double.  The column's dot product
  * runs in four partial sums (so that the loop vectorises without reassociation

@@ -1,9 +1,9 @@
 /* exp over a contiguous array, in a loop the compiler can vectorise.
  *
- * The squared-exponential kernel matrix spends most of its time in exp: the C
- * library's exp is scalar (about 8 ns a call here, half the cost of the whole matrix
- * at n = 2000).  This one is branch-free arithmetic, so GCC turns the loop into SIMD
- * code; on x86-64 with glibc a second clone is compiled for AVX2 and chosen at load
+ * The squared-exponential kernel matrix takes one exp per entry, and the C
+ * library's exp is a scalar function call, which keeps the loop around it from
+ * being vectorised.  This one is branch-free arithmetic, so GCC turns the loop into
+ * SIMD code; on x86-64 with glibc a second clone is compiled for AVX2 and chosen at load
  * time (the default clone is plain SSE2, which every x86-64 has).
  *
  * Method: x = k ln2 + r with k = round(x / ln2) (by the 1.5 * 2^52 rounding trick)

@@ -28,3 +28,20 @@ def test_every_source_file_is_listed_and_installed():
     installed = resources.files("gpc")
     absent = [f for f in files if not installed.joinpath(f).is_file()]
     assert not absent, f"not in the installed package: {absent}"
+
+
+def test_one_version_string():
+    # The version is written only in meson.build's project(); the package metadata
+    # (pyproject.toml declares it dynamic) and gpc.__version__ both come from it.
+    from importlib import metadata
+
+    import gpc
+
+    assert gpc.__version__ == metadata.version("gpc")
+    root = SOURCE.parent
+    if (root / "meson.build").exists():
+        declared = re.search(r"project\([^)]*?version:\s*'([^']+)'",
+                             (root / "meson.build").read_text(), re.S).group(1)
+        assert gpc.__version__ == declared
+        assert not re.search(r"^version\s*=", (root / "pyproject.toml").read_text(),
+                             re.M)
