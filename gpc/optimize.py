@@ -452,7 +452,8 @@ class EvidenceObjective:
         self.y = y
         self.likelihood = likelihood
         self.method = method
-        self._infer = get_method(method)
+        self._method = get_method(method)
+        self._infer = self._method
         self.options = dict(options or {})
         self.state = state
         self.jitter = float(jitter)
@@ -497,8 +498,8 @@ class EvidenceObjective:
 
     def _run(self, theta, compute_gradient, workspace):
         K = self.kernel_matrix(theta)
-        extra = {} if workspace is None or not getattr(
-            self._infer, "accepts_workspace", False) else {"workspace": workspace}
+        extra = {} if workspace is None or not self._method.accepts_workspace \
+            else {"workspace": workspace}
         res = self._infer(K, self.y, self.likelihood, init=self.state,
                           compute_gradient=compute_gradient, **self.options, **extra)
         self.state = res.state

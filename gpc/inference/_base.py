@@ -3,8 +3,10 @@
 import inspect
 import numbers
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Optional
 
 import numpy as np
 
@@ -51,44 +53,150 @@ class InferenceResult:
     info: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True, eq=False)
+class InferenceMethod:
+    """The registered description of an inference method.
+
+    :func:`register` makes one per method, and :func:`get_method` returns it.  It
+    is callable like the method's function, with the same signature.
+
+    Attributes
+    ----------
+    name : str
+        The name accepted by :func:`gpc.infer`'s ``method``.
+    function : callable
+        ``function(K, y, likelihood, *, init=None, compute_gradient=True,
+        **options)``, returning an :class:`InferenceResult`.
+    options : mapping
+        The method's options and their defaults: the keyword-only parameters of
+        ``function`` other than ``init`` and ``compute_gradient``.
+    max_iter_option : str or None
+        The option that limits the method's iterations, which the estimators set
+        from ``max_iter_predict``; None if it has none.
+    has_gradient : bool
+        Whether the method returns ``dK``, which evidence maximisation needs.
+    lower_bound : bool
+        Whether its log evidence is a lower bound on the exact one (a variational
+        method), raised by each of its iterations.
+    learning_needs_noise : bool
+        Whether its evidence guides a kernel's hyperparameters only when the kernel
+        has a white-noise term (the estimators then refuse to learn them without
+        one).
+    accepts_workspace : bool
+        Whether ``function`` takes a ``workspace`` dict of buffers to reuse across
+        calls (see :func:`workspace_array`).
+    state_keys : tuple of str
+        The arrays, one value per example, that the method reads from ``init``
+        (those of its result's ``state``); :func:`check_init` checks them.
+    posterior_dK : callable or None
+        ``posterior_dK(posterior, info)`` returns the ``dK`` of a result computed
+        without it, from that result's posterior and info alone (None when the
+        result does not allow it).  The estimators use it for the evidence
+        gradient at the fitted hyperparameters.
+    """
+
+    name: str
+    function: Callable
+    options: Mapping
+    max_iter_option: Optional[str] = "max_iter"
+    has_gradient: bool = True
+    lower_bound: bool = False
+    learning_needs_noise: bool = False
+    accepts_workspace: bool = False
+    state_keys: tuple = ()
+    posterior_dK: Optional[Callable] = None
+
+    def __post_init__(self):
+        # inspect.signature (and so help()) follows __wrapped__ to the function.
+        object.__setattr__(self, "__wrapped__", self.function)
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<inference method {self.name!r}>"
+
+
+#: Parameters every method's function has besides its options.
+_CALL_PARAMETERS = ("init", "compute_gradient")
+
+
+def _signature_options(name, fn):
+    """The options of ``fn`` (its keyword-only parameters but ``init`` and
+    ``compute_gradient``), checking that it has the signature of a method."""
+    params = inspect.signature(fn).parameters
+    positional = [p.name for p in params.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if positional[:3] != ["K", "y", "likelihood"] or any(
+            params.get(k) is None or params[k].kind != params[k].KEYWORD_ONLY
+            for k in _CALL_PARAMETERS):
+        raise TypeError(f"method {name!r}: its function must have the signature "
+                        "(K, y, likelihood, *, init=None, compute_gradient=True, "
+                        "**options).")
+    return MappingProxyType({k: p.default for k, p in params.items()
+                             if p.kind == p.KEYWORD_ONLY and k not in _CALL_PARAMETERS})
+
+
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
              lower_bound=False, learning_needs_noise=False, state=(),
              posterior_dK=None):
-    """Decorator adding an inference function to the registry under ``name``.
+    """Decorator registering an inference function under ``name``.
 
-    ``max_iter_option`` names the function's iteration limit (Newton steps, EP
-    sweeps, ...), which the estimators set from ``max_iter_predict`` (None: the
-    method has none).  ``has_gradient`` says whether it returns ``dK``, which
-    evidence maximisation needs.  ``workspace`` says whether it takes a
-    ``workspace`` dict of buffers to reuse across calls (see
-    :func:`workspace_array`).  ``lower_bound`` says whether its log evidence is a
-    lower bound on the exact one (a variational method), raised by each of its
-    iterations.  ``learning_needs_noise`` says that its evidence is no guide to a
-    kernel's hyperparameters unless the kernel has a white-noise term (the
-    estimators then refuse to learn them without one).  ``state`` names the
-    arrays of one value per example that the function reads from ``init`` (those
-    of its result's ``state``), which :func:`check_init` checks.  The function's
-    options are its keyword-only parameters other than ``init`` and
-    ``compute_gradient``, each of the type of its default (see
-    :func:`check_options`).  ``posterior_dK(posterior, info)``, if given, returns
-    the ``dK`` of a result computed without it from that result's posterior and
-    info alone, without running the method again (None when the result does not
-    allow it): the estimators use it for the evidence gradient at the fitted
-    hyperparameters.
+    The function is returned unchanged; :func:`get_method` returns the
+    :class:`InferenceMethod` made from it.  See :class:`InferenceMethod` for the
+    meaning of the arguments (``workspace`` sets ``accepts_workspace``, ``state``
+    sets ``state_keys``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is already registered, or ``max_iter_option`` or ``workspace``
+        names a parameter that the function does not have.
+    TypeError
+        If the function does not have a method's signature.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.inference import InferenceResult, register, unregister
+    >>> from gpc.posterior import ExplicitPosterior
+    >>> @register("prior_only", max_iter_option=None, has_gradient=False)
+    ... def prior_only(K, y, likelihood, *, init=None, compute_gradient=True):
+    ...     n = K.shape[0]
+    ...     logz = likelihood.gauss_moments(y, np.zeros(n), np.diag(K))[0]
+    ...     info = {"method": "prior_only", "likelihood": likelihood.name,
+    ...             "converged": True, "n_iter": 0, "jitter": 0.0}
+    ...     return InferenceResult(ExplicitPosterior(np.zeros(n), np.zeros((n, n))),
+    ...                            float(np.sum(logz)), info=info)
+    >>> import gpc
+    >>> round(gpc.infer(np.eye(2), [1, -1], method="prior_only").log_evidence, 4)
+    -1.3863
+    >>> unregister("prior_only")
     """
 
     def deco(fn):
-        fn.lower_bound = lower_bound
-        fn.learning_needs_noise = learning_needs_noise
-        fn.max_iter_option = max_iter_option
-        fn.has_gradient = has_gradient
-        fn.accepts_workspace = workspace
-        fn.state_keys = tuple(state)
-        fn.posterior_dK = posterior_dK
-        _METHODS[name] = fn
+        if name in _METHODS:
+            raise ValueError(f"an inference method {name!r} is already registered.")
+        options = _signature_options(name, fn)
+        for what, option in (("max_iter_option", max_iter_option),
+                             ("workspace", "workspace" if workspace else None)):
+            if option is not None and option not in options:
+                raise ValueError(f"method {name!r}: {what} names {option!r}, which "
+                                 "is not an option of its function.")
+        _METHODS[name] = InferenceMethod(
+            name=name, function=fn, options=options, max_iter_option=max_iter_option,
+            has_gradient=has_gradient, lower_bound=lower_bound,
+            learning_needs_noise=learning_needs_noise, accepts_workspace=workspace,
+            state_keys=tuple(state), posterior_dK=posterior_dK)
         return fn
 
     return deco
+
+
+def unregister(name):
+    """Remove the method ``name`` from the registry (ValueError if unknown)."""
+    get_method(name)
+    del _METHODS[name]
 
 
 def workspace_array(workspace, key, shape):
@@ -118,6 +226,7 @@ def available_methods():
 
 
 def get_method(method):
+    """The :class:`InferenceMethod` registered as ``method`` (ValueError if none)."""
     try:
         return _METHODS[method]
     except (KeyError, TypeError):
@@ -127,11 +236,8 @@ def get_method(method):
 
 
 def method_options(method):
-    """The options of ``method`` (the keyword-only parameters of its function but
-    ``init`` and ``compute_gradient``) and their defaults."""
-    params = inspect.signature(get_method(method)).parameters.items()
-    return {name: p.default for name, p in params if p.kind == p.KEYWORD_ONLY
-            and name not in ("init", "compute_gradient")}
+    """The options of ``method`` and their defaults (a new dict)."""
+    return dict(get_method(method).options)
 
 
 def _option_type(default):
