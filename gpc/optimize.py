@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
 from ._validation import check_integer, kernel_matrix
+from .inference._base import NumericalError
 
 
 class LogNormalPrior:
@@ -531,9 +532,10 @@ class EvidenceObjective:
         grad = contract(self.kernel, self.X, res.dK, K=K, check_finite=False)
         if not np.isfinite(grad).all():
             K_finite = "" if K is None else f", K finite: {bool(np.isfinite(K).all())}"
-            raise FloatingPointError(
+            raise NumericalError(
                 f"the evidence gradient of method {self.method!r} is not finite "
-                f"(dK finite: {bool(np.isfinite(res.dK).all())}{K_finite}).")
+                f"(dK finite: {bool(np.isfinite(res.dK).all())}{K_finite}).",
+                self.method)
         if self._params.free.any():
             if res.dlik is None:
                 raise ValueError(f"method {self.method!r} gives no derivatives with "

@@ -69,7 +69,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _sparse
 from ._validation import check_integer, check_real
 from .classifier import classes_from_proba
-from .inference._base import check_kernel_psd
+from .inference._base import NumericalError, check_kernel_psd
 from .kernels import as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
 from ._chunked import ChunkedData
@@ -231,9 +231,10 @@ def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites
             state.L, state.diag_q, src, d0, state.max_basis, float(novelty_tol), logz,
             tau, nu, joined)
         if status != _sparse.STATUS_OK:
-            raise FloatingPointError(
+            raise NumericalError(
                 f"sparse GP: example {state.n_seen + done} gave a non-finite "
-                "predictive moment (the kernel is probably badly scaled).")
+                "predictive moment (the kernel is probably badly scaled).",
+                "sparse_online")
         rows = src[:d]
         state.X = np.concatenate([state.X, Xc])[rows] if d else state.X[:0]
         state.n_seen += B
@@ -360,8 +361,8 @@ def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
                 Kbx, kdiag, yc, likelihood.code, par, qx, qw, mu, S, state.L, d, ta,
                 na, float(damping))
             if status != _sparse.STATUS_OK:
-                raise FloatingPointError("sparse GP: non-finite moments in an EP "
-                                         f"sweep (examples {start}..).")
+                raise NumericalError("sparse GP: non-finite moments in an EP "
+                                     f"sweep (examples {start}..).", "sparse_online")
             tau[sl], nu[sl] = ta, na
             skipped += n_cav + n_upd
             change = max(change, ch)

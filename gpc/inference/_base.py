@@ -22,6 +22,46 @@ _METHODS = {}
 JITTER_LADDER = (1e-10, 1e-8, 1e-6, 1e-4)
 
 
+class NumericalError(FloatingPointError):
+    """An inference method could not reach a finite answer in floating point.
+
+    Raised, for example, when the posterior runs into a region where the
+    likelihood's moments underflow, or when a matrix the method needs is too close
+    to singular.  A subclass of :class:`FloatingPointError`, so code that catches
+    that catches this too.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong, and where possible what to try instead.
+    method : str
+        The name of the method that raised it: one of
+        :func:`gpc.available_methods`, or ``"sparse_ep"`` or ``"sparse_online"``
+        for the sparse estimators.
+
+    Attributes
+    ----------
+    method : str
+        The name of the method that raised it.
+
+    Examples
+    --------
+    >>> import gpc
+    >>> try:
+    ...     raise gpc.NumericalError("EP: the log evidence is not finite.", "ep")
+    ... except FloatingPointError as exc:
+    ...     print(exc.method, "|", exc)
+    ep | EP: the log evidence is not finite.
+    """
+
+    def __init__(self, message, method):
+        super().__init__(message)
+        self.method = method
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.method)
+
+
 @dataclass
 class InferenceResult:
     """What every inference method returns.
@@ -423,11 +463,12 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         If K is not positive semi-definite, even with the jitter of the ladder
         (up to ``1e-4 * mean(diag(K))``) added.  Also a ValueError and a
         :class:`numpy.linalg.LinAlgError`.
-    FloatingPointError
-        If the method cannot reach a finite answer in floating point; the message
-        names the method and what went wrong (e.g. the noise-free step likelihood
-        with labels that a singular K gives zero probability, where the evidence
-        is 0).
+    gpc.NumericalError
+        If the method cannot reach a finite answer in floating point (e.g. the
+        noise-free step likelihood with labels that a singular K gives zero
+        probability, where the evidence is 0).  Its ``method`` attribute names the
+        method and its message says what went wrong.  Also a
+        :class:`FloatingPointError`.
 
     Warns
     -----

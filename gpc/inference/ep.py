@@ -10,7 +10,8 @@ from sklearn.utils import check_random_state
 from .. import _ep
 from ..posterior import SitePosterior
 from .._validation import NotPositiveDefiniteError, check_integer, check_real
-from ._base import InferenceResult, register, with_jitter, workspace_array
+from ._base import (InferenceResult, NumericalError, register, with_jitter,
+                    workspace_array)
 
 
 def _posterior_dK(posterior, info):
@@ -194,6 +195,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     :func:`ep`; the ``workspace`` serves the first start (a later one, tried while
     an earlier run is kept as the best so far, gets its own arrays)."""
     name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
+    method = name.lower()
     if updates not in ("auto", "sequential", "parallel"):
         raise ValueError("updates must be 'auto', 'sequential' or 'parallel', got "
                          f"{updates!r}.")
@@ -257,8 +259,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         if out[0] == _ep.STATUS_NOT_PD:
             return None
         if out[0] == _ep.STATUS_NONFINITE:
-            raise FloatingPointError(f"{name}: a non-finite site parameter appeared "
-                                     "(the kernel matrix is probably badly scaled).")
+            raise NumericalError(f"{name}: a non-finite site parameter appeared (the "
+                                 "kernel matrix is probably badly scaled).", method)
         return Kj, tau, nu, L, b, S, mu, var, Binv, out
 
     # A warm start is only a guess: sites fitted to other hyperparameters can put
@@ -295,11 +297,11 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     warm_rejected = len(starts) > 1 and not starts[0][3] and start[3]
     used = "parallel" if start[4] else "sequential"
     if not np.isfinite(log_evidence):
-        raise FloatingPointError(
+        raise NumericalError(
             f"{name}: the log evidence is not finite after {n_sweeps} sweeps "
             f"({'converged' if converged else 'not converged'}); the posterior has "
             "run into a region where the likelihood's moments underflow (try a "
-            "smaller kernel variance or more damping).")
+            "smaller kernel variance or more damping).", method)
     n_skip, n_clip, n_nonfinite, n_bad, n_clip_last, n_reject = counts
     if not converged:
         warnings.warn(f"{name} did not converge in {n_sweeps} sweeps (max_sweeps="
@@ -334,15 +336,15 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         # parameter so far.
         dlik = np.full(len(par), dlik0) if len(par) else np.zeros(0)
         if not np.isfinite(dlik).all():
-            raise FloatingPointError(f"{name}: the evidence's derivative with respect "
-                                     f"to the likelihood parameter is not finite.")
+            raise NumericalError(f"{name}: the evidence's derivative with respect to "
+                                 "the likelihood parameter is not finite.", method)
     return InferenceResult(
         posterior=SitePosterior(b, S, L, Q if Q.shape[1] else None),
         log_evidence=float(log_evidence),
         dK=dK,
         dlik=dlik,
         state={"tau": tau, "nu": nu},
-        info={"method": name.lower(), "updates": used,
+        info={"method": method, "updates": used,
               "sequential_fallback": updates == "auto" and used == "sequential",
               "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": n_inner,

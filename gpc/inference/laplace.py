@@ -8,7 +8,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .. import _laplace
 from .._validation import check_integer, check_real
 from ..posterior import SitePosterior
-from ._base import InferenceResult, register, with_jitter, workspace_array
+from ._base import (InferenceResult, NumericalError, register, with_jitter,
+                    workspace_array)
 
 
 @register("laplace", state=("alpha",), workspace=True)
@@ -105,9 +106,9 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         if status == _laplace.STATUS_NOT_PD:
             return None
         if status == _laplace.STATUS_NONFINITE:
-            raise FloatingPointError(
+            raise NumericalError(
                 "Laplace: a non-finite value appeared during the Newton iterations "
-                "(the kernel matrix is probably too badly scaled).")
+                "(the kernel matrix is probably too badly scaled).", "laplace")
         return (Kj, alpha, f, sW, L, n_iter, converged, psi, logdet, halvings,
                 n_single, n_reused)
 
@@ -123,8 +124,8 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         dK = workspace_array(workspace, "dK", (n, n))
         info = _laplace.evidence_dK(Kj, L, y, likelihood.code, par, alpha, f, sW, dK)
         if info != 0:
-            raise FloatingPointError("Laplace: inverting B failed (LAPACK info "
-                                     f"{info}); B = I + sW K sW is singular.")
+            raise NumericalError("Laplace: inverting B failed (LAPACK info "
+                                 f"{info}); B = I + sW K sW is singular.", "laplace")
     return InferenceResult(
         posterior=SitePosterior(alpha, sW, L),
         log_evidence=float(psi - logdet),

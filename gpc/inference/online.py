@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 
 from .. import _online
 from ..posterior import ExplicitPosterior
-from ._base import InferenceResult, register
+from ._base import InferenceResult, NumericalError, register
 
 
 @register("adf", max_iter_option=None, has_gradient=False)
@@ -120,9 +120,9 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
             what = ("its predictive variance came out negative"
                     if status == _online.STATUS_NEGATIVE_VARIANCE
                     else "a moment of its predictive distribution is not finite")
-            raise FloatingPointError(
+            raise NumericalError(
                 f"ADF: example {int(idx[n_done])} (sweep {sweep + 1}): {what}; the "
-                "kernel matrix is probably badly scaled.")
+                "kernel matrix is probably badly scaled.", "adf")
         sums.append(float(total))
         log_pred.append(logz)
     # C holds its lower triangle: make it symmetric for prediction and the state.

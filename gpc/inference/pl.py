@@ -9,7 +9,7 @@ from scipy.sparse.linalg import LinearOperator, gmres
 
 from .. import _ep, _moments
 from ..likelihoods import LIK_GAUSSIAN
-from ._base import register
+from ._base import NumericalError, register
 from .ep import fit_sites
 
 
@@ -176,7 +176,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     tm, nm = sites(mu, var - hv)
     t_P, n_P = (tp - tm) / (2 * hv), (np_ - nm) / (2 * hv)
     if not all(np.isfinite(a).all() for a in (t_mu, n_mu, t_P, n_P)):
-        raise FloatingPointError("PL gradient: non-finite site derivatives.")
+        raise NumericalError("PL gradient: non-finite site derivatives.", "pl")
 
     def ms_t(a_mu, a_P):
         """M_s' (a_mu, a_P): the weights on (tau, nu)."""
@@ -198,8 +198,8 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     lam, info = gmres(op, rhs, rtol=1e-12, atol=0.0, restart=min(2 * n, 200),
                       maxiter=50)
     if info != 0:
-        raise FloatingPointError("PL gradient: the adjoint system did not converge "
-                                 f"(GMRES info {info}).")
+        raise NumericalError("PL gradient: the adjoint system did not converge "
+                             f"(GMRES info {info}).", "pl")
     lt, ln = lam[:n], lam[n:]
     if len(par):
         # dE/dpar = dq/dpar + lambda' dF/dpar (the sites move with the parameter);
@@ -215,7 +215,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     w_mu = g_mu + t_mu * lt + n_mu * ln
     w_P = g_P + t_P * lt + n_P * ln
     if not (np.isfinite(w_mu).all() and np.isfinite(w_P).all() and np.isfinite(dpar)):
-        raise FloatingPointError("PL gradient: non-finite adjoint weights.")
+        raise NumericalError("PL gradient: non-finite adjoint weights.", "pl")
     WU = w_P[:, None] * U
     D = _blas.dgemm(1.0, U, WU, trans_a=1)                # U' W U
     D -= WU

@@ -43,7 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .. import _vb
 from .._validation import check_integer, check_real
 from ..posterior import ExplicitPosterior, SitePosterior
-from ._base import InferenceResult, register, with_jitter
+from ._base import InferenceResult, NumericalError, register, with_jitter
 
 
 def jj_lambda(nu):
@@ -211,7 +211,7 @@ def _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, conver
                       f"(max_iter={max_iter}); the bound is below its maximum and its "
                       "gradient approximate.", ConvergenceWarning, stacklevel=4)
     if not np.isfinite(log_z):
-        raise FloatingPointError("vb: the lower bound is not finite.")
+        raise NumericalError("vb: the lower bound is not finite.", "vb")
     dK = None
     if compute_gradient:
         dK = np.outer(alpha, alpha)
@@ -415,7 +415,7 @@ def _b_inverse(Linv):
     Binv = np.empty((n, n), order="F")
     info = _vb.b_inverse(Linv, Binv)
     if info != 0:
-        raise FloatingPointError(f"vb: forming B^-1 failed (LAPACK info {info}).")
+        raise NumericalError(f"vb: forming B^-1 failed (LAPACK info {info}).", "vb")
     return Binv
 
 
@@ -500,5 +500,5 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
     mu = res.x
     value = objective(mu)[0]
     if not np.isfinite(value):
-        raise FloatingPointError("vb: the upper bound is not finite.")
+        raise NumericalError("vb: the upper bound is not finite.", "vb")
     return float(value), ExplicitPosterior(mu * y, np.zeros((n, n))), mu
