@@ -69,7 +69,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _sparse
 from ._validation import check_integer, check_real
 from .classifier import classes_from_proba
-from .inference._base import NumericalError, check_kernel_psd
+from .inference._base import NumericalError, check_kernel_psd, with_jitter
 from .kernels import as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
 from ._chunked import ChunkedData
@@ -403,21 +403,18 @@ def bv_prior_em(K_bv, S):
 
     A K_BV that does not factorise (hyperparameters far from the data's, e.g. very
     long length scales) gets the jitter ladder of :func:`gpc.infer`, so that the
-    optimiser's line search can come back from there.
+    optimiser's line search can come back from there; past its last rung, a
+    :class:`gpc.NotPositiveDefiniteError` (also a LinAlgError).
 
     Returns ``(value, dK)``.
     """
-    from .inference._base import JITTER_LADDER
-
-    scale = float(np.mean(np.diag(K_bv)))
-    for rel in (0.0,) + JITTER_LADDER:
+    def factor(A):
         try:
-            L = cholesky(K_bv + rel * scale * np.eye(K_bv.shape[0]), lower=True,
-                         check_finite=False)
-            break
+            return cholesky(A, lower=True, check_finite=False)
         except LinAlgError:
-            if rel == JITTER_LADDER[-1]:
-                raise
+            return None
+
+    L, _ = with_jitter(K_bv, factor, "K(BV, BV)")
     Kinv = cho_solve((L, True), np.eye(K_bv.shape[0]), check_finite=False)
     KS = Kinv @ S
     value = -np.sum(np.log(np.diag(L))) - 0.5 * np.trace(KS)

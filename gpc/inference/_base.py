@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Optional
 
 import numpy as np
+from scipy.linalg import LinAlgError, cholesky
 
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
                            check_full_fit_memory, is_integer, is_real,
@@ -361,32 +362,27 @@ def psd_jitter(K, what="K"):
     """Check that K is positive semi-definite up to rounding; return the jitter that
     a factorisation of K needs (0.0 when ``K + 1e-10 * mean(diag) I`` factorises).
 
-    Tries the rungs of ``JITTER_LADDER`` and raises :class:`NotPositiveDefiniteError`
-    (naming ``what``) when even the largest fails or the diagonal is not positive.
-    One Cholesky of K (O(n^3 / 3)) per rung tried.
+    Climbs :func:`with_jitter`'s ladder from its first non-zero rung (rounding, so
+    reported as 0.0) and raises :class:`NotPositiveDefiniteError` (naming ``what``)
+    when even the largest fails or the diagonal is not positive.  One Cholesky of K
+    (O(n^3 / 3)) per rung tried.
     """
-    from scipy.linalg import LinAlgError, cholesky
-
-    n = K.shape[0]
-    if n == 0:
+    if K.shape[0] == 0:
         return 0.0
-    scale = float(np.mean(np.diag(K)))
-    if not scale > 0:
+    if not float(np.mean(np.diag(K))) > 0:
         raise NotPositiveDefiniteError(
             f"{what} is not positive semi-definite (its mean diagonal is not "
             "positive): it is not a valid covariance.")
-    diag = np.diag_indices(n)
-    for rel in JITTER_LADDER:
-        A = np.array(K, order="F", copy=True)
-        A[diag] += rel * scale
+
+    def factorises(A):             # A is a jittered copy of K: it may be overwritten
         try:
             cholesky(A, lower=True, overwrite_a=True, check_finite=False)
         except LinAlgError:
-            continue
-        return 0.0 if rel == JITTER_LADDER[0] else rel * scale
-    raise NotPositiveDefiniteError(
-        f"{what} is not positive semi-definite, even with jitter "
-        f"{JITTER_LADDER[-1]:g} x mean(diag) added.")
+            return None
+        return True
+
+    _, jitter = with_jitter(K, factorises, what, rungs=JITTER_LADDER)
+    return 0.0 if jitter <= JITTER_LADDER[0] * _jitter_scale(K) else jitter
 
 
 def check_kernel_psd(kernel, X):
@@ -506,27 +502,34 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     return fn(Kf, yv, lik, init=init, compute_gradient=compute_gradient, **options)
 
 
-def with_jitter(K, attempt, what="K"):
+def _jitter_scale(K):
+    """The unit of the jitter ladder: the mean prior variance (1 if not positive)."""
+    scale = float(np.mean(np.diag(K))) if K.shape[0] else 1.0
+    return scale if scale > 0 else 1.0
+
+
+def with_jitter(K, attempt, what="K", rungs=(0.0,) + JITTER_LADDER):
     """Run ``attempt(K)``; if it reports a failed factorisation (returns None),
     retry with growing jitter on the diagonal of K.
 
-    Returns ``(result, jitter)``; raises :class:`NotPositiveDefiniteError` when
-    the whole ladder fails.
+    The jitters tried are ``rungs`` (by default 0, then ``JITTER_LADDER``) times
+    the mean of K's diagonal; each jittered matrix is a new Fortran-ordered copy,
+    which ``attempt`` may overwrite (K itself, at a zero rung, it must not).
+
+    Returns ``(result, jitter)``; raises :class:`NotPositiveDefiniteError`
+    (naming ``what``) when the whole ladder fails.
     """
-    res = attempt(K)
-    if res is not None:
-        return res, 0.0
     n = K.shape[0]
-    scale = float(np.mean(np.diag(K))) if n else 1.0
-    scale = scale if scale > 0 else 1.0
-    for rel in JITTER_LADDER:
-        jitter = rel * scale
-        Kj = np.array(K, order="F", copy=True)
-        Kj[np.diag_indices(n)] += jitter
+    scale = _jitter_scale(K)
+    for rel in rungs:
+        Kj = K
+        if rel:
+            Kj = np.array(K, order="F", copy=True)
+            Kj[np.diag_indices(n)] += rel * scale
         res = attempt(Kj)
         if res is not None:
-            return res, jitter
+            return res, rel * scale
     raise NotPositiveDefiniteError(
         f"{what} is not positive semi-definite: the factorisation failed even with "
-        f"jitter {JITTER_LADDER[-1]:g} x mean(diag(K)) added to the diagonal."
+        f"jitter {rungs[-1]:g} x mean(diag(K)) added to the diagonal."
     )
