@@ -20,7 +20,8 @@ from .inference._base import (InferenceResult, check_options,
                               checked_kernel_matrix)
 from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
 from .likelihoods import get_likelihood
-from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
+from .inference.evidence import EvidenceObjective, data_fingerprint
+from .optimize import maximize_evidence
 
 _DEFAULT_METHOD = "laplace"
 #: Elements (float64) of one block of cross-covariances in prediction (32 MB).

@@ -77,7 +77,7 @@ from ._chunked import ChunkedData
 from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
                       cross_covariance)
 from .inference._base import NumericalError
-from .optimize import ModelParameters
+from .inference.evidence import ModelParameters
 
 __all__ = ["SparseEPResult", "sparse_ep"]
 
