@@ -21,6 +21,7 @@ from .inference._base import (InferenceResult, check_options,
 from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
 from .likelihoods import get_likelihood
 from .inference.evidence import EvidenceObjective, data_fingerprint
+from .inference.variational import upper_bound
 from .optimize import maximize_evidence
 
 _DEFAULT_METHOD = "laplace"
@@ -352,8 +353,6 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     def _upper_bound(self):
         """The upper-bound posterior at the fitted hyperparameters (computed once)."""
-        from .inference.variational import upper_bound
-
         if self.likelihood_.name != "logit":
             raise ValueError("the upper bound (Jaakkola-Jordan) is for the logit "
                              f"likelihood, not {self.likelihood_.name!r}.")

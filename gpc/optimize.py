@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
+from scipy.special import gammaln
 from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
@@ -82,8 +83,6 @@ class GammaPrior:
 
     def log_density(self, theta):
         """Return ``(log p(theta), d log p / d theta)``."""
-        from scipy.special import gammaln
-
         if not (self.shape > 0 and self.rate > 0):
             raise ValueError("GammaPrior: shape and rate must be > 0.")
         x = np.exp(theta)

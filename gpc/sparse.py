@@ -58,6 +58,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.multiclass import OneVsRestClassifier
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.preprocessing import LabelEncoder
@@ -65,6 +66,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from . import _sparse
 from ._validation import check_integer, check_real
@@ -72,6 +74,7 @@ from .classifier import classes_from_proba
 from .inference._base import NumericalError, check_kernel_psd, with_jitter
 from .kernels import as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
+from .optimize import maximize_evidence
 from ._chunked import ChunkedData
 from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
 
@@ -164,9 +167,7 @@ def _refresh_factor(kernel, state):
 def _one_blas_thread():
     """A context with one BLAS thread: the loops call level-2 BLAS on
     max_basis-sized matrices thousands of times, where worker threads only cost
-    synchronisation (30x slower with 2 threads on a busy 2-core machine)."""
-    from threadpoolctl import threadpool_limits
-
+    synchronisation."""
     return threadpool_limits(limits=1, user_api="blas")
 
 
@@ -547,8 +548,6 @@ class _SparseGP(BaseEstimator):
         if learn_lik and np.all(np.isfinite(ep["cavity_var"])):
             likelihood = likelihood.em_update(y, ep["cavity_mean"], ep["cavity_var"])
         if learn_kernel and state.d:
-            from .optimize import maximize_evidence
-
             bv_X = state.X
             alpha, C_, _ = state.matrices()
             K0 = np.asarray(kernel(bv_X), dtype=np.float64)
@@ -912,8 +911,6 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
                              f"{classes.size} class ({classes}).")
         if classes.size == 2:
             return None
-        from sklearn.multiclass import OneVsRestClassifier
-
         return OneVsRestClassifier(clone(self), n_jobs=self.n_jobs)
 
     def _set_multiclass(self, ovr, classes):

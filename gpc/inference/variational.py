@@ -37,10 +37,13 @@ bound is offered for it):
 import warnings
 
 import numpy as np
-from scipy.special import log_expit
+import scipy.optimize
+from scipy.linalg import blas, lapack
+from scipy.special import log_expit, log_ndtr
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import _vb
+from .._moments import mills
 from .._validation import check_integer, check_real
 from ..posterior import ExplicitPosterior, SitePosterior
 from ._base import InferenceResult, NumericalError, register, with_jitter
@@ -261,11 +264,6 @@ def _probit_bound(Binv, y, nu, half_logdet):
     """The probit's lower bound at the tangent points nu, with what the Newton
     step and the result need: ``bound``, ``u = y o mean - nu``, ``dr = 1 + r'(nu)``
     (in (0, 1]), ``mean = Sigma b``, ``alpha = K^{-1} mean``."""
-    from scipy.linalg import blas
-    from scipy.special import log_ndtr
-
-    from .._moments import mills
-
     r, shift = mills(nu)                              # r = N/Phi, shift = nu + r
     b = y * shift
     # B = I + K: alpha = K^{-1} Sigma b = B^{-1} b and mean = b - B^{-1} b, free of
@@ -286,8 +284,6 @@ def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
     ``I - D + D^{1/2} Y B^{-1} Y D^{1/2}``; halved until the bound does not fall,
     and replaced by the EM step ``nu <- y o E_q[f]`` (which cannot lower it) when
     halving fails.  Returns ``(nu, point, n_iter, converged)``."""
-    from scipy.linalg import lapack
-
     pt = evaluate(nu)
     for it in range(1, max_iter + 1):
         if np.max(np.abs(pt["u"]) / (1.0 + np.abs(nu + pt["u"])), initial=0.0) <= tol:
@@ -345,8 +341,6 @@ def _newton_matrix(Binv, sW, mean, x):
     ``I - J`` is handled through the symmetric ``A = I - sD M sD``
     (``sD = |D|^(1/2)``; positive definite near the solution, where the EM map is a
     contraction).  Returns ``(LA, M, sD)`` or None when A is not positive definite."""
-    from scipy.linalg import lapack
-
     n = x.shape[0]
     inv_sw = 1.0 / sW
     Sigma = Binv * -1.0
@@ -367,10 +361,6 @@ def _newton_matrix(Binv, sW, mean, x):
 def _chord_step(chord, x, fx):
     """``x + (I - J)^{-1} (F(x) - x)`` with a Newton matrix from this or an earlier
     iterate: ``dx = r + M (sD o A^{-1} (sD o r))``."""
-    from scipy.linalg import lapack
-
-    from scipy.linalg import blas
-
     LA, M, sD = chord
     r = fx - x
     z = lapack.dpotrs(LA, sD * r, lower=1)[0]
@@ -478,8 +468,6 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
     >>> bool(log_z > 2 * np.log(0.5))        # above the true log evidence
     True
     """
-    from scipy.optimize import minimize
-
     K = np.asarray(K, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n = y.shape[0]
@@ -494,7 +482,7 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
         return value, grad
 
     start = np.full(n, 0.5)
-    res = minimize(objective, start, jac=True, method="L-BFGS-B",
+    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
                    bounds=[(eps, 1.0 - eps)] * n,
                    options={"maxiter": int(max_iter), "ftol": 0.0, "gtol": tol})
     mu = res.x
