@@ -63,6 +63,11 @@ class NumericalError(FloatingPointError):
         return type(self), (self.args[0], self.method)
 
 
+#: The keys of every method's ``InferenceResult.info``, and the type of each value.
+INFO_KEYS = {"method": str, "likelihood": str, "converged": bool,
+             "n_iter": numbers.Integral, "jitter": numbers.Real}
+
+
 @dataclass
 class InferenceResult:
     """What every inference method returns.
@@ -83,7 +88,14 @@ class InferenceResult:
     state : dict
         What lets the next call warm-start (pass it back as ``init``).
     info : dict
-        Diagnostics: iterations, convergence, jitter added, ...
+        Diagnostics.  Every method's holds the keys of ``INFO_KEYS``:
+        ``method`` (str, its registered name), ``likelihood`` (str, the
+        likelihood's name), ``converged`` (bool), ``n_iter`` (int, the
+        iterations made, as the method counts them) and ``jitter`` (float,
+        added to the diagonal of K for the factorisations to succeed).  Each
+        method documents its further keys.  The posterior marginals at the
+        training points are the posterior's ``marginal_mean`` and
+        ``marginal_var``, not part of ``info``.
     """
 
     posterior: object

@@ -339,7 +339,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
             raise NumericalError(f"{name}: the evidence's derivative with respect to "
                                  "the likelihood parameter is not finite.", method)
     return InferenceResult(
-        posterior=SitePosterior(b, S, L, Q if Q.shape[1] else None),
+        posterior=SitePosterior(b, S, L, Q if Q.shape[1] else None,
+                                marginal_mean=mu, marginal_var=var),
         log_evidence=float(log_evidence),
         dK=dK,
         dlik=dlik,
@@ -355,6 +356,5 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
               "n_negative": int(np.count_nonzero(tau < 0)), "n_rejected": n_reject,
               "gradient_exact": bool(n_clip_last == 0 and exact),
-              "jitter": jitter, "mean": mu,
-              "var": var},
+              "jitter": jitter, "n_iter": n_sweeps},
     )

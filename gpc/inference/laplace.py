@@ -71,11 +71,11 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
     InferenceResult
         ``log_evidence = psi(f_hat) - sum(log(diag(L)))``; ``dlik`` is None for a
         likelihood with parameters (not implemented for Laplace yet);
-        ``state = {"alpha": a}``;
+        ``state = {"alpha": a}``; ``posterior.marginal_mean`` is the mode;
         ``info`` holds ``n_iter``, ``converged``, ``n_halvings``, ``jitter``,
         ``n_single`` (the factorisations tried in single precision, failed ones
-        and those of steps redone included), ``n_reused`` (the chord steps
-        tried) and ``mode``.
+        and those of steps redone included) and ``n_reused`` (the chord steps
+        tried).
     """
     if not likelihood.has_derivatives:
         raise ValueError(
@@ -127,7 +127,7 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
             raise NumericalError("Laplace: inverting B failed (LAPACK info "
                                  f"{info}); B = I + sW K sW is singular.", "laplace")
     return InferenceResult(
-        posterior=SitePosterior(alpha, sW, L),
+        posterior=SitePosterior(alpha, sW, L, marginal_mean=f),
         log_evidence=float(psi - logdet),
         dK=dK,
         # Derivatives with respect to likelihood parameters are not implemented for
@@ -136,6 +136,5 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         state={"alpha": alpha},
         info={"method": "laplace", "likelihood": likelihood.name, "n_iter": n_iter,
               "converged": bool(converged), "n_halvings": halvings,
-              "n_single": n_single, "n_reused": n_reused, "jitter": jitter,
-              "mode": f},
+              "n_single": n_single, "n_reused": n_reused, "jitter": jitter},
     )

@@ -123,7 +123,8 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         ``stalled`` (stopped because the line search found no improving step),
         ``n_halvings`` (line-search halvings), ``n_negative_w``, ``n_capped_w``
         (Newton steps whose weights had to be capped, see ``W_CAPS``), ``jitter`` (0),
-        ``mean`` and ``var`` (the marginals of q), ``cavity_var`` (s).
+        ``cavity_var`` (s); the marginals of q are the posterior's
+        ``marginal_mean`` and ``marginal_var``.
 
     Examples
     --------
@@ -403,10 +404,11 @@ def _result(sol, likelihood, log_evidence, dK, dlik, jitter, method, extra):
             "converged": bool(sol["converged"]), "stalled": sol["stalled"],
             "n_halvings": sol["n_halvings"],
             "n_negative_w": sol["n_negative_w"], "n_capped_w": sol["n_capped_w"],
-            "jitter": jitter,
-            "mean": sol["m"] + s * sol["g"], "var": s * sol["q"]}
+            "jitter": jitter}
     info.update(extra)
     return InferenceResult(
-        posterior=SitePosterior(sol["g"], sol["sW"], sol["L"]),
+        posterior=SitePosterior(sol["g"], sol["sW"], sol["L"],
+                                marginal_mean=sol["m"] + s * sol["g"],
+                                marginal_var=s * sol["q"]),
         log_evidence=float(log_evidence), dK=dK, dlik=dlik,
         state={"m": sol["m"]}, info=info)

@@ -135,7 +135,7 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
         dlik=None,
         state={"alpha": alpha, "C": C, "log_evidence": log_evidence},
         info={"method": "adf", "likelihood": likelihood.name,
-              "n_sweeps": len(orders), "n_new": n - n0,
+              "n_sweeps": len(orders), "n_iter": len(orders), "n_new": n - n0,
               "sweep_log_evidence": sums, "log_predictive": log_pred,
               "converged": True, "jitter": 0.0},
     )

@@ -221,11 +221,11 @@ def _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, conver
         dK -= sW[:, None] * Binv * sW[None, :]
         dK *= 0.5
     return InferenceResult(
-        posterior=SitePosterior(alpha, sW, L), log_evidence=float(log_z), dK=dK,
+        posterior=SitePosterior(alpha, sW, L, marginal_mean=mean, marginal_var=var),
+        log_evidence=float(log_z), dK=dK,
         dlik=np.zeros(0) if compute_gradient else None, state={"nu": nu},
         info={"method": "vb", "likelihood": likelihood.name, "n_iter": n_iter,
-              "converged": bool(converged), "nu": nu, "jitter": jitter,
-              "mean": mean, "var": var})
+              "converged": bool(converged), "nu": nu, "jitter": jitter})
 
 
 def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
