@@ -260,9 +260,8 @@ def workspace_array(workspace, key, shape):
 
     Evidence maximisation calls a method hundreds of times at one n; its n x n
     buffers, allocated afresh each time, are handed back to the system and
-    page-faulted in again at the next call (at n = 2000 about one Cholesky per
-    warm EP evaluation here, measured in-process against fresh buffers).  A method
-    given a workspace keeps them.  Arrays of its result may then be workspace
+    page-faulted in again at the next call.  A method given a workspace keeps
+    them.  Arrays of its result may then be workspace
     buffers: they are only valid until the next call with the same workspace.
     """
     if workspace is None:

@@ -93,13 +93,15 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
         Must be well conditioned (reciprocal condition number at least
         ``MIN_RCOND``, 1e-10): the cavity variances are ``1 / [K^{-1}]_ii``, which
         rounding destroys for a nearly singular K, as smooth kernels on dense
         inputs without a noise term give.  Such a K raises
         :class:`gpc.NumericalError`.
-    y : ndarray of shape (n,), labels in {-1, +1}
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
     likelihood : Likelihood
         Any likelihood with Gaussian moments: step (the paper's noise-free
         likelihood), probit, logit, noisy threshold.

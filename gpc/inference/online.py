@@ -31,9 +31,10 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-    y : ndarray of shape (n,), labels in {-1, +1} (real targets for the Gaussian
-        likelihood)
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} (real targets for the Gaussian likelihood).
     likelihood : Likelihood
         Any likelihood with Gaussian moments (probit, logit, noisy threshold, step,
         Gaussian).

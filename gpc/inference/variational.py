@@ -73,8 +73,10 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-    y : ndarray of shape (n,), labels in {-1, +1}
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
     likelihood : Likelihood
         The logit (Jaakkola-Jordan bound) or the probit (the curvature bound
         ``log Phi(z) >= log Phi(nu) + r(nu)(z - nu) - (z - nu)^2 / 2``, looser: its
