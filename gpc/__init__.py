@@ -49,7 +49,7 @@ del _os, _refuse_source_tree
 from . import kernels, likelihoods
 from ._validation import NotPositiveDefiniteError
 from .classifier import GaussianProcessClassifier
-from .inference import InferenceResult, available_methods, infer
+from .inference import InferenceResult, NumericalError, available_methods, infer
 from .likelihoods import get_likelihood
 from .optimize import GammaPrior, LogNormalPrior, maximize_evidence
 from .posterior import ExplicitPosterior, SitePosterior
@@ -63,6 +63,7 @@ __all__ = [
     "InferenceResult",
     "LogNormalPrior",
     "NotPositiveDefiniteError",
+    "NumericalError",
     "SitePosterior",
     "SparseGPClassifier",
     "SparseGPRegressor",

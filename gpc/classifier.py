@@ -20,7 +20,9 @@ from .inference._base import (InferenceResult, check_options,
                               checked_kernel_matrix)
 from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
 from .likelihoods import get_likelihood
-from .optimize import EvidenceObjective, data_fingerprint, maximize_evidence
+from .inference.evidence import EvidenceObjective, data_fingerprint
+from .inference.variational import upper_bound
+from .optimize import maximize_evidence
 
 _DEFAULT_METHOD = "laplace"
 #: Elements (float64) of one block of cross-covariances in prediction (32 MB).
@@ -111,15 +113,16 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def _setup(self):
         """Check the parameters (at the start of fit and partial_fit, and of
         GaussianProcessClassifier's fit through its ``_check_params``); return a
-        fresh kernel, the likelihood, the inference function and the priors
-        aligned with the kernel's theta (None without priors)."""
+        fresh kernel, the likelihood, the registered inference method
+        (:class:`gpc.inference.InferenceMethod`) and the priors aligned with the
+        kernel's theta (None without priors)."""
         kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
         likelihood = get_likelihood(self.likelihood)
         if not likelihood.is_classification:
             raise ValueError(f"likelihood {likelihood.name!r} is a regression likelihood;"
                              " GaussianProcessClassifier needs a classification one "
                              "(logit, probit, noisy_threshold, step).")
-        fn = get_method(self.method)
+        inference = get_method(self.method)
         check_integer(self.max_iter_predict, "max_iter_predict", 1)
         check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", 0)
         optimizer = self.optimizer
@@ -128,8 +131,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b', a callable or None, "
                              f"got {optimizer!r}.")
         self._inference_options()
-        if (optimizer is not None and fn.learning_needs_noise and kernel.n_dims > 0
-                and not has_white_noise(kernel)):
+        if (optimizer is not None and inference.learning_needs_noise
+                and kernel.n_dims > 0 and not has_white_noise(kernel)):
             raise ValueError(
                 f"method={self.method!r} learns a kernel's hyperparameters only when "
                 "the kernel has a white-noise term: without one its free energy "
@@ -137,7 +140,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                 "short length scales) and gives poor probabilities.  Add a noise "
                 "term (e.g. + WhiteKernel(1e-2)), or learn the hyperparameters with "
                 "another method (e.g. 'ep') and pass its kernel_ with optimizer=None.")
-        return kernel, likelihood, fn, self._kernel_priors(kernel)
+        return kernel, likelihood, inference, self._kernel_priors(kernel)
 
     def fit(self, X, y):
         """Fit the binary classifier (all state is set only once fitting succeeded).
@@ -151,7 +154,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kernel, likelihood, fn, priors = self._setup()
+        kernel, likelihood, inference, priors = self._setup()
         encoder = LabelEncoder()
         y01 = encoder.fit_transform(y)
         classes = encoder.classes_
@@ -176,7 +179,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                                       learn_likelihood=self.optimizer is not None, K=K)
         del K     # the objective's first evaluation uses it (then drops it)
         learn = self.optimizer is not None and objective.theta.shape[0] > 0
-        if learn and not fn.has_gradient:
+        if learn and not inference.has_gradient:
             raise ValueError(
                 f"method={self.method!r} has no evidence gradient, so the optimizer "
                 "cannot learn the kernel's hyperparameters: pass optimizer=None (or "
@@ -227,7 +230,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kernel, likelihood, fn, _ = self._setup()
+        kernel, likelihood, inference, _ = self._setup()
         fitted = hasattr(self, "posterior_")
         if classes is None and not fitted:
             raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -255,7 +258,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self._check_memory(len(y01))
         K = kernel_matrix(kernel, X_train)
         options = dict(self._inference_options(), n_sweeps=1, resume=resume)
-        result = fn(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
+        result = inference(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
         self._store(kernel, likelihood, X_train, y01, classes, 0.0, result, None,
                     data_fingerprint(X_train, y01))
         return self
@@ -350,8 +353,6 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     def _upper_bound(self):
         """The upper-bound posterior at the fitted hyperparameters (computed once)."""
-        from .inference.variational import upper_bound
-
         if self.likelihood_.name != "logit":
             raise ValueError("the upper bound (Jaakkola-Jordan) is for the logit "
                              f"likelihood, not {self.likelihood_.name!r}.")

@@ -8,6 +8,9 @@ mean ``k_*^T alpha``:
   (``+ |Q' k_*|^2`` when some site precisions are negative).
 * explicit form (:class:`ExplicitPosterior`: ADF, online / sparse methods): ``C``
   with posterior covariance ``K + K C K``; variance ``k_** + k_*^T C k_*``.
+
+Both also hold the posterior marginals at the training points, ``marginal_mean``
+and ``marginal_var``, where the method computed them.
 """
 
 import numpy as np
@@ -36,6 +39,16 @@ class _Posterior:
     def n(self):
         """Number of training points."""
         return self.alpha.shape[0]
+
+    def _set_marginals(self, marginal_mean, marginal_var):
+        for name, value in (("marginal_mean", marginal_mean),
+                            ("marginal_var", marginal_var)):
+            if value is not None:
+                value = np.asarray(value, dtype=np.float64)
+                if value.shape != (self.n,):
+                    raise ValueError(f"{name} must have shape ({self.n},), one value "
+                                     f"per training point, got {value.shape}.")
+            setattr(self, name, value)
 
     def _check_cross(self, K_cross):
         K_cross = np.asarray(K_cross, dtype=np.float64)
@@ -112,6 +125,18 @@ class SitePosterior(_Posterior):
         Correction for m negative site precisions (EP with likelihoods that are not
         log-concave): ``sW`` then holds the square roots of the positive parts only,
         and ``(K + W^{-1})^{-1} = sW B^{-1} sW - Q Q'``.
+    marginal_mean, marginal_var : ndarray of shape (n,), optional
+        The posterior marginal means and variances at the training points, when
+        the method computed them.
+
+    Attributes
+    ----------
+    marginal_mean : ndarray of shape (n,) or None
+        Posterior means of the latent values at the training points (Laplace: the
+        mode); None when the method did not compute them.
+    marginal_var : ndarray of shape (n,) or None
+        Posterior variances of the latent values at the training points; None when
+        the method did not compute them (Laplace).
 
     Examples
     --------
@@ -125,11 +150,13 @@ class SitePosterior(_Posterior):
     True
     """
 
-    def __init__(self, alpha, sW, L, Q=None):
+    def __init__(self, alpha, sW, L, Q=None, *, marginal_mean=None,
+                 marginal_var=None):
         self.alpha = np.asarray(alpha, dtype=np.float64)
         self.sW = np.asarray(sW, dtype=np.float64)
         self.L = L
         self.Q = Q
+        self._set_marginals(marginal_mean, marginal_var)
 
     def _variance_change(self, K_cross, overwrite=False):
         change = np.zeros(K_cross.shape[1])
@@ -156,6 +183,14 @@ class ExplicitPosterior(_Posterior):
     C : ndarray of shape (n, n)
         Symmetric (negative semi-definite for log-concave likelihoods) matrix of the
         covariance correction.
+    marginal_mean, marginal_var : ndarray of shape (n,), optional
+        The posterior marginal means and variances at the training points, when
+        the method computed them.
+
+    Attributes
+    ----------
+    marginal_mean, marginal_var : ndarray of shape (n,) or None
+        As given (None when the method did not compute them: ADF).
 
     Examples
     --------
@@ -167,12 +202,13 @@ class ExplicitPosterior(_Posterior):
     (0.5, 0.75)
     """
 
-    def __init__(self, alpha, C):
+    def __init__(self, alpha, C, *, marginal_mean=None, marginal_var=None):
         self.alpha = np.asarray(alpha, dtype=np.float64)
         self.C = np.asarray(C, dtype=np.float64)
         if self.C.shape != (self.n, self.n):
             raise ValueError(f"C must have shape ({self.n}, {self.n}), got "
                              f"{self.C.shape}.")
+        self._set_marginals(marginal_mean, marginal_var)
 
     def _variance_change(self, K_cross, overwrite=False):
         return np.einsum("ij,ij->j", K_cross, _matmul(self.C, K_cross))

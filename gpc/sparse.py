@@ -58,6 +58,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.multiclass import OneVsRestClassifier
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.preprocessing import LabelEncoder
@@ -65,13 +66,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from . import _sparse
 from ._validation import check_integer, check_real
 from .classifier import classes_from_proba
-from .inference._base import check_kernel_psd
+from .inference._base import NumericalError, check_kernel_psd, with_jitter
 from .kernels import as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
+from .optimize import maximize_evidence
 from ._chunked import ChunkedData
 from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
 
@@ -164,9 +167,7 @@ def _refresh_factor(kernel, state):
 def _one_blas_thread():
     """A context with one BLAS thread: the loops call level-2 BLAS on
     max_basis-sized matrices thousands of times, where worker threads only cost
-    synchronisation (30x slower with 2 threads on a busy 2-core machine)."""
-    from threadpoolctl import threadpool_limits
-
+    synchronisation."""
     return threadpool_limits(limits=1, user_api="blas")
 
 
@@ -231,9 +232,10 @@ def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites
             state.L, state.diag_q, src, d0, state.max_basis, float(novelty_tol), logz,
             tau, nu, joined)
         if status != _sparse.STATUS_OK:
-            raise FloatingPointError(
+            raise NumericalError(
                 f"sparse GP: example {state.n_seen + done} gave a non-finite "
-                "predictive moment (the kernel is probably badly scaled).")
+                "predictive moment (the kernel is probably badly scaled).",
+                "sparse_online")
         rows = src[:d]
         state.X = np.concatenate([state.X, Xc])[rows] if d else state.X[:0]
         state.n_seen += B
@@ -360,8 +362,8 @@ def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
                 Kbx, kdiag, yc, likelihood.code, par, qx, qw, mu, S, state.L, d, ta,
                 na, float(damping))
             if status != _sparse.STATUS_OK:
-                raise FloatingPointError("sparse GP: non-finite moments in an EP "
-                                         f"sweep (examples {start}..).")
+                raise NumericalError("sparse GP: non-finite moments in an EP "
+                                     f"sweep (examples {start}..).", "sparse_online")
             tau[sl], nu[sl] = ta, na
             skipped += n_cav + n_upd
             change = max(change, ch)
@@ -402,21 +404,18 @@ def bv_prior_em(K_bv, S):
 
     A K_BV that does not factorise (hyperparameters far from the data's, e.g. very
     long length scales) gets the jitter ladder of :func:`gpc.infer`, so that the
-    optimiser's line search can come back from there.
+    optimiser's line search can come back from there; past its last rung, a
+    :class:`gpc.NotPositiveDefiniteError` (also a LinAlgError).
 
     Returns ``(value, dK)``.
     """
-    from .inference._base import JITTER_LADDER
-
-    scale = float(np.mean(np.diag(K_bv)))
-    for rel in (0.0,) + JITTER_LADDER:
+    def factor(A):
         try:
-            L = cholesky(K_bv + rel * scale * np.eye(K_bv.shape[0]), lower=True,
-                         check_finite=False)
-            break
+            return cholesky(A, lower=True, check_finite=False)
         except LinAlgError:
-            if rel == JITTER_LADDER[-1]:
-                raise
+            return None
+
+    L, _ = with_jitter(K_bv, factor, "K(BV, BV)")
     Kinv = cho_solve((L, True), np.eye(K_bv.shape[0]), check_finite=False)
     KS = Kinv @ S
     value = -np.sum(np.log(np.diag(L))) - 0.5 * np.trace(KS)
@@ -549,8 +548,6 @@ class _SparseGP(BaseEstimator):
         if learn_lik and np.all(np.isfinite(ep["cavity_var"])):
             likelihood = likelihood.em_update(y, ep["cavity_mean"], ep["cavity_var"])
         if learn_kernel and state.d:
-            from .optimize import maximize_evidence
-
             bv_X = state.X
             alpha, C_, _ = state.matrices()
             K0 = np.asarray(kernel(bv_X), dtype=np.float64)
@@ -914,8 +911,6 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
                              f"{classes.size} class ({classes}).")
         if classes.size == 2:
             return None
-        from sklearn.multiclass import OneVsRestClassifier
-
         return OneVsRestClassifier(clone(self), n_jobs=self.n_jobs)
 
     def _set_multiclass(self, ovr, classes):

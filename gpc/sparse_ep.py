@@ -76,7 +76,8 @@ from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangula
 from ._chunked import ChunkedData
 from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
                       cross_covariance)
-from .optimize import ModelParameters
+from .inference._base import NumericalError
+from .inference.evidence import ModelParameters
 
 __all__ = ["SparseEPResult", "sparse_ep"]
 
@@ -133,10 +134,10 @@ class _Prior:
         try:
             self.LK = cholesky(K, lower=True, check_finite=False)
         except (LinAlgError, ValueError):
-            raise FloatingPointError(
+            raise NumericalError(
                 "sparse EP: K(Z, Z) is not positive definite at these "
                 "hyperparameters (raise jitter, or use fewer or more distant "
-                "inducing inputs).") from None
+                "inducing inputs).", "sparse_ep") from None
 
     def cross(self, Xc):
         """K(X_chunk, Z), C-ordered B x M."""
@@ -168,8 +169,8 @@ class _Posterior:
         try:
             self.LS = cholesky(Sigma, lower=True, check_finite=False)
         except (LinAlgError, ValueError):
-            raise FloatingPointError("sparse EP: I + Phi E Phi' does not factorise "
-                                     "(non-finite sites?).") from None
+            raise NumericalError("sparse EP: I + Phi E Phi' does not factorise "
+                                 "(non-finite sites?).", "sparse_ep") from None
         self.a = cho_solve((self.LS, True), eta, check_finite=False)
 
     def log_zq(self):
@@ -584,7 +585,8 @@ class SparseEvidence:
         grad = self.params.gradient(res.grad, res.dlik, likelihood) / n
         value = res.log_evidence / n
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            raise FloatingPointError("sparse EP: non-finite evidence or gradient.")
+            raise NumericalError("sparse EP: non-finite evidence or gradient.",
+                                 "sparse_ep")
         self.sites = res.sites
         self.history.append(res.log_evidence)
         if self.best is None or value > self.best[0]:
@@ -740,5 +742,6 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     if theta is None:
         if info["interrupted"]:
             raise KeyboardInterrupt
-        raise FloatingPointError("sparse EP: every evaluation of the evidence failed.")
+        raise NumericalError("sparse EP: every evaluation of the evidence failed.",
+                             "sparse_ep")
     return theta, (result if done == 1.0 else None), info

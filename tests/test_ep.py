@@ -118,8 +118,10 @@ def test_schedules_reach_the_same_fixed_point(lik, seed, ell, sf2):
             np.testing.assert_allclose(r.state[key], ref.state[key], rtol=1e-6, atol=1e-6,
                                        err_msg=f"{name}: {key}")
         assert r.log_evidence == pytest.approx(ref.log_evidence, abs=1e-6), name
-        np.testing.assert_allclose(r.info["mean"], ref.info["mean"], atol=1e-6)
-        np.testing.assert_allclose(r.info["var"], ref.info["var"], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(r.posterior.marginal_mean,
+                                   ref.posterior.marginal_mean, atol=1e-6)
+        np.testing.assert_allclose(r.posterior.marginal_var, ref.posterior.marginal_var,
+                                   rtol=1e-6, atol=1e-9)
         m, v = r.posterior.latent_mean_and_variance(Ks, kss)
         np.testing.assert_allclose(m, ref_m, atol=1e-6)
         np.testing.assert_allclose(v, ref_v, rtol=1e-6, atol=1e-9)
@@ -148,8 +150,8 @@ def test_fixed_point_matches_tilted_moments_and_dense_evidence(lik):
     assert res.info["n_clipped"] == 0 and res.info["gradient_exact"]
     mu, Sigma = site_posterior(K, tau, nu)
     var = np.diag(Sigma)
-    np.testing.assert_allclose(res.info["mean"], mu, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(res.info["var"], var, rtol=1e-10)
+    np.testing.assert_allclose(res.posterior.marginal_mean, mu, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res.posterior.marginal_var, var, rtol=1e-10)
     m_tr, v_tr = res.posterior.latent_mean_and_variance(K, np.diag(K))
     np.testing.assert_allclose(m_tr, mu, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(v_tr, var, rtol=1e-8)
@@ -255,9 +257,9 @@ def test_marginal_variances_of_weak_sites_are_exact(updates):
     res = ep(K, y, Gaussian(s2), updates=updates)
     assert res.info["converged"]
     assert (np.diag(K) - var).max() < 1e-4 * np.diag(K).min()      # weak sites indeed
-    np.testing.assert_allclose(res.info["var"], var, rtol=1e-13)
-    np.testing.assert_allclose(res.info["mean"], K @ np.linalg.solve(C, y), rtol=1e-9,
-                               atol=1e-12 * np.abs(y).max())
+    np.testing.assert_allclose(res.posterior.marginal_var, var, rtol=1e-13)
+    np.testing.assert_allclose(res.posterior.marginal_mean, K @ np.linalg.solve(C, y),
+                               rtol=1e-9, atol=1e-12 * np.abs(y).max())
     assert res.log_evidence == pytest.approx(
         multivariate_normal(np.zeros(n), C).logpdf(y), rel=1e-12)
 
@@ -280,7 +282,7 @@ def test_marginal_variance_of_a_weak_site_among_strong_ones_is_exact():
         B, s[:, None] * K))
     weak = tau * var <= 1e-5
     assert 1 <= weak.sum() < n
-    err = np.abs(res.info["var"] - var) / var
+    err = np.abs(res.posterior.marginal_var - var) / var
     assert err[weak].max() < 1e-13
     assert err.max() < 1e-9         # the others from 1 - (B^{-1})_ii (see _ep.pyx)
 
@@ -313,7 +315,7 @@ def test_single_point_is_exact(lik):
             m, v = res.posterior.latent_mean_and_variance(np.array([[k]]), [k])
             assert m[0] == pytest.approx(mean, abs=1e-9 * np.sqrt(var))
             assert v[0] == pytest.approx(var, rel=1e-9)
-            assert res.info["var"][0] == pytest.approx(var, rel=1e-9)
+            assert res.posterior.marginal_var[0] == pytest.approx(var, rel=1e-9)
 
 
 def _orthant(r):
@@ -482,8 +484,10 @@ def test_warm_start_after_small_hyperparameter_change(lik, updates):
     assert cold.info["converged"] and warm.info["converged"]
     assert warm.info["n_sweeps"] < cold.info["n_sweeps"]
     assert warm.log_evidence == pytest.approx(cold.log_evidence, abs=1e-8)
-    np.testing.assert_allclose(warm.info["mean"], cold.info["mean"], atol=1e-8)
-    np.testing.assert_allclose(warm.info["var"], cold.info["var"], atol=1e-8)
+    np.testing.assert_allclose(warm.posterior.marginal_mean,
+                               cold.posterior.marginal_mean, atol=1e-8)
+    np.testing.assert_allclose(warm.posterior.marginal_var,
+                               cold.posterior.marginal_var, atol=1e-8)
     np.testing.assert_allclose(warm.dK, cold.dK, atol=1e-8 * np.abs(cold.dK).max())
 
 
@@ -552,7 +556,8 @@ def test_start_at_the_fixed_point_is_redone_in_double_precision(lik):
     assert again.info["n_single_precision"] == (0 if negative else 1)
     assert again.log_evidence == pytest.approx(ref.log_evidence, abs=1e-10)
     np.testing.assert_allclose(again.dK, ref.dK, rtol=1e-8, atol=1e-12)
-    np.testing.assert_allclose(again.info["var"], ref.info["var"], rtol=1e-9)
+    np.testing.assert_allclose(again.posterior.marginal_var,
+                               ref.posterior.marginal_var, rtol=1e-9)
 
 
 def test_unusable_init_is_ignored_and_a_wrong_one_refused():
@@ -789,7 +794,8 @@ def test_zero_mean_analogue_neither_crashes_nor_nans(updates, order):
                       random_state=0)
     assert np.isfinite(res.log_evidence)
     assert np.isfinite(res.dK).all() and np.isfinite(res.dlik).all()
-    assert np.isfinite(res.info["mean"]).all() and (res.info["var"] > 0).all()
+    assert np.isfinite(res.posterior.marginal_mean).all()
+    assert (res.posterior.marginal_var > 0).all()
     assert res.info["n_nonfinite"] == 0
     if not res.info["converged"]:
         assert any(issubclass(x.category, ConvergenceWarning) for x in w)
@@ -806,7 +812,7 @@ def test_zero_mean_analogue_has_a_symmetric_fixed_point(updates):
     tau, nu = res.state["tau"], res.state["nu"]
     assert tau[0] == pytest.approx(tau[1], rel=1e-8)
     assert nu[0] == pytest.approx(-nu[1], rel=1e-8)
-    mu, var = res.info["mean"], res.info["var"]
+    mu, var = res.posterior.marginal_mean, res.posterior.marginal_var
     for i in range(2):
         v_c, m_c = 1 / (1 / var[i] - tau[i]), (mu[i] / var[i] - nu[i])
         m_c *= v_c
@@ -991,10 +997,10 @@ def test_factorisations_without_L_change_nothing():
     assert a.log_evidence == b.log_evidence
     for key in ("tau", "nu"):
         np.testing.assert_array_equal(a.state[key], b.state[key])
-    np.testing.assert_array_equal(a.info["var"], b.info["var"])
+    np.testing.assert_array_equal(a.posterior.marginal_var, b.posterior.marginal_var)
     np.testing.assert_array_equal(a.dK, b.dK)
     np.testing.assert_array_equal(np.tril(a.posterior.L), np.tril(b.posterior.L))
-    weak = a.state["tau"] * a.info["var"] <= 1e-4
+    weak = a.state["tau"] * a.posterior.marginal_var <= 1e-4
     assert 1 <= weak.sum() <= 64                     # rows of L kept, not all of L
 
 

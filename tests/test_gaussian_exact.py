@@ -67,8 +67,8 @@ def test_laplace_with_gaussian_likelihood_is_exact_regression(n, d, seed, ell, s
     np.testing.assert_allclose(v, var, rtol=1e-10, atol=1e-10 * np.max(kss))
     np.testing.assert_allclose(res.dK, dK, rtol=1e-8, atol=1e-8 * np.max(np.abs(dK)))
     # the posterior mode is the exact posterior mean at the training points
-    np.testing.assert_allclose(res.info["mode"], K @ np.linalg.solve(K + s2 * np.eye(n), y),
-                               rtol=1e-10, atol=1e-10 * np.max(np.abs(y)))
+    np.testing.assert_allclose(res.posterior.marginal_mean,
+                               K @ np.linalg.solve(K + s2 * np.eye(n), y), rtol=1e-10, atol=1e-10 * np.max(np.abs(y)))
 
 
 def test_gaussian_accepts_real_targets_and_names():

@@ -67,7 +67,7 @@ def test_gpml_five_point_probit():
     assert res.info["converged"]
     assert -res.log_evidence == pytest.approx(3.4990, abs=5e-5)
     expected = [-0.50527, 0.51150, 0.50609, 0.51073, -0.50607]
-    np.testing.assert_allclose(res.info["mode"], expected, atol=6e-5)
+    np.testing.assert_allclose(res.posterior.marginal_mean, expected, atol=6e-5)
 
 
 @pytest.mark.parametrize("lik", ["probit", "logit"])
@@ -77,7 +77,7 @@ def test_matches_dense_reference(lik, ell, sf2):
     K += 1e-8 * np.eye(12)
     f_ref, lz_ref = dense_laplace(K, y, lik)
     res = gpc.infer(K, y, method="laplace", likelihood=lik)
-    np.testing.assert_allclose(res.info["mode"], f_ref, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.posterior.marginal_mean, f_ref, rtol=1e-8, atol=1e-10)
     assert res.log_evidence == pytest.approx(lz_ref, rel=1e-10)
     np.testing.assert_allclose(K @ res.posterior.alpha, f_ref, rtol=1e-7, atol=1e-9)
 
@@ -94,7 +94,7 @@ def test_n1_against_scalar_root(lik):
         W = -loglik(lik, np.array([y]), np.array([f_hat]))[2][0]
         expected = -obj(f_hat) - 0.5 * np.log1p(k * W)
         res = gpc.infer([[k]], [y], method="laplace", likelihood=lik)
-        assert res.info["mode"][0] == pytest.approx(f_hat, rel=1e-7)
+        assert res.posterior.marginal_mean[0] == pytest.approx(f_hat, rel=1e-7)
         assert res.log_evidence == pytest.approx(expected, rel=1e-10)
 
 
@@ -307,7 +307,8 @@ def reference_newton(K, y, name, alpha=None):
 
 def _assert_same_answer(res, f, a, log_z):
     scale = 1 + np.abs(f).max()
-    np.testing.assert_allclose(res.info["mode"], f, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(res.posterior.marginal_mean, f, rtol=0,
+                               atol=1e-10 * scale)
     np.testing.assert_allclose(res.state["alpha"], a, rtol=0,
                                atol=1e-10 * (1 + np.abs(a).max()))
     assert abs(res.log_evidence - log_z) <= 1e-10 * (1 + abs(log_z))

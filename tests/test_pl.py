@@ -56,7 +56,7 @@ def test_fixed_point_is_the_statistical_linear_regression_at_the_marginals(lik):
     res = pl(se(X, 1.2, 3.0), y, lik, tol=1e-11)
     assert res.info["converged"]
     tau, nu = res.state["tau"], res.state["nu"]
-    mu, var = res.info["mean"], res.info["var"]
+    mu, var = res.posterior.marginal_mean, res.posterior.marginal_var
     for i in range(0, 25, 4):
         A, b, Om = slr_by_quadrature(lik, y[i], mu[i], var[i])
         assert Om > 0
@@ -72,7 +72,7 @@ def test_log_evidence_matches_the_papers_formula_written_out(lik):
     X, y = data(12, 5)
     K = se(X, 1.0, 2.0)
     res = pl(K, y, lik, tol=1e-12)
-    mu, var = res.info["mean"], res.info["var"]
+    mu, var = res.posterior.marginal_mean, res.posterior.marginal_var
     slr = np.array([slr_by_quadrature(lik, y[i], mu[i], var[i]) for i in range(12)])
     A, b, Om = slr.T
     ytil = (y - b) / A
@@ -114,8 +114,9 @@ def test_gaussian_likelihood_is_exact_in_one_iteration(s2, updates):
     C = K + s2 * np.eye(15)
     mean = K @ np.linalg.solve(C, f)
     cov = K - K @ np.linalg.solve(C, K)
-    np.testing.assert_allclose(res.info["mean"], mean, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(res.info["var"], np.diag(cov), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res.posterior.marginal_mean, mean, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.posterior.marginal_var, np.diag(cov), rtol=1e-10,
+                               atol=1e-12)
     exact = multivariate_normal(np.zeros(15), C).logpdf(f)
     assert res.log_evidence == pytest.approx(exact, abs=1e-10)
 
@@ -152,7 +153,7 @@ def test_sites_stay_positive_where_ep_meets_a_negative_cavity():
         res = pl(K, y, NoisyThreshold(0.01), updates=updates)
         assert res.info["converged"]
         assert np.all(res.state["tau"] > 0)
-        assert np.all(res.info["var"] > 0) and np.isfinite(res.log_evidence)
+        assert np.all(res.posterior.marginal_var > 0) and np.isfinite(res.log_evidence)
 
 
 @pytest.mark.parametrize("name", available_datasets())
@@ -172,7 +173,8 @@ def test_positive_definite_posteriors_on_every_shipped_dataset(name):
             assert np.all(tau >= 0) and np.all(np.isfinite(tau))
             s = np.sqrt(tau)
             np.linalg.cholesky(np.eye(len(y)) + s[:, None] * K * s[None, :])
-            assert np.all(res.info["var"] > 0) and np.isfinite(res.log_evidence)
+            assert np.all(res.posterior.marginal_var > 0)
+            assert np.isfinite(res.log_evidence)
 
 
 def test_warm_start_needs_fewer_sweeps():
@@ -214,7 +216,8 @@ def test_a_runaway_warm_start_gives_way_to_the_run_from_the_prior():
     assert warm.info["warm_start_rejected"] and warm.info["converged"]
     assert warm.log_evidence == cold.log_evidence
     np.testing.assert_array_equal(warm.dK, cold.dK)
-    assert np.isfinite(warm.dK).all() and np.abs(warm.info["mean"]).max() < 100
+    assert np.isfinite(warm.dK).all()
+    assert np.abs(warm.posterior.marginal_mean).max() < 100
 
 
 def test_a_runaway_parallel_run_is_redone_with_damping():
@@ -232,8 +235,8 @@ def test_a_runaway_parallel_run_is_redone_with_damping():
     assert par.info["converged"] and seq.info["converged"]
     assert par.info["n_runs"] == 2 and par.info["start_damping"] == 0.5
     assert par.log_evidence == pytest.approx(seq.log_evidence, abs=1e-7)
-    np.testing.assert_allclose(par.info["mean"], seq.info["mean"], rtol=1e-6,
-                               atol=1e-6)
+    np.testing.assert_allclose(par.posterior.marginal_mean, seq.posterior.marginal_mean,
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_parallel_noisy_threshold_converges_where_plain_sweeps_stall():
@@ -247,8 +250,8 @@ def test_parallel_noisy_threshold_converges_where_plain_sweeps_stall():
              max_sweeps=3000)
     assert par.info["converged"] and seq.info["converged"]
     assert par.log_evidence == pytest.approx(seq.log_evidence, abs=1e-7)
-    np.testing.assert_allclose(par.info["mean"], seq.info["mean"], rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(par.posterior.marginal_mean, seq.posterior.marginal_mean,
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_options_are_checked():

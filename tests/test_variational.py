@@ -80,7 +80,8 @@ def test_fixed_point_maximises_the_bound_over_nu():
     K = se(X, 0.8, 4.0)
     res = gpc.infer(K, y, method="vb", likelihood="logit", tol=1e-13)
     nu = res.info["nu"]
-    np.testing.assert_allclose(nu ** 2, res.info["mean"] ** 2 + res.info["var"],
+    post = res.posterior
+    np.testing.assert_allclose(nu ** 2, post.marginal_mean ** 2 + post.marginal_var,
                                rtol=1e-9)
     for scale in (0.7, 1.3):
         other = gpc.infer(K, y, method="vb", likelihood="logit", max_iter=1,

@@ -3,10 +3,13 @@
 import inspect
 import numbers
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Optional
 
 import numpy as np
+from scipy.linalg import LinAlgError, cholesky
 
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
                            check_full_fit_memory, is_integer, is_real,
@@ -18,6 +21,51 @@ _METHODS = {}
 
 #: Jitter tried, relative to the mean prior variance, when a factorisation fails.
 JITTER_LADDER = (1e-10, 1e-8, 1e-6, 1e-4)
+
+
+class NumericalError(FloatingPointError):
+    """An inference method could not reach a finite answer in floating point.
+
+    Raised, for example, when the posterior runs into a region where the
+    likelihood's moments underflow, or when a matrix the method needs is too close
+    to singular.  A subclass of :class:`FloatingPointError`, so code that catches
+    that catches this too.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong, and where possible what to try instead.
+    method : str
+        The name of the method that raised it: one of
+        :func:`gpc.available_methods`, or ``"sparse_ep"`` or ``"sparse_online"``
+        for the sparse estimators.
+
+    Attributes
+    ----------
+    method : str
+        The name of the method that raised it.
+
+    Examples
+    --------
+    >>> import gpc
+    >>> try:
+    ...     raise gpc.NumericalError("EP: the log evidence is not finite.", "ep")
+    ... except FloatingPointError as exc:
+    ...     print(exc.method, "|", exc)
+    ep | EP: the log evidence is not finite.
+    """
+
+    def __init__(self, message, method):
+        super().__init__(message)
+        self.method = method
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.method)
+
+
+#: The keys of every method's ``InferenceResult.info``, and the type of each value.
+INFO_KEYS = {"method": str, "likelihood": str, "converged": bool,
+             "n_iter": numbers.Integral, "jitter": numbers.Real}
 
 
 @dataclass
@@ -40,7 +88,14 @@ class InferenceResult:
     state : dict
         What lets the next call warm-start (pass it back as ``init``).
     info : dict
-        Diagnostics: iterations, convergence, jitter added, ...
+        Diagnostics.  Every method's holds the keys of ``INFO_KEYS``:
+        ``method`` (str, its registered name), ``likelihood`` (str, the
+        likelihood's name), ``converged`` (bool), ``n_iter`` (int, the
+        iterations made, as the method counts them) and ``jitter`` (float,
+        added to the diagonal of K for the factorisations to succeed).  Each
+        method documents its further keys.  The posterior marginals at the
+        training points are the posterior's ``marginal_mean`` and
+        ``marginal_var``, not part of ``info``.
     """
 
     posterior: object
@@ -51,44 +106,150 @@ class InferenceResult:
     info: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True, eq=False)
+class InferenceMethod:
+    """The registered description of an inference method.
+
+    :func:`register` makes one per method, and :func:`get_method` returns it.  It
+    is callable like the method's function, with the same signature.
+
+    Attributes
+    ----------
+    name : str
+        The name accepted by :func:`gpc.infer`'s ``method``.
+    function : callable
+        ``function(K, y, likelihood, *, init=None, compute_gradient=True,
+        **options)``, returning an :class:`InferenceResult`.
+    options : mapping
+        The method's options and their defaults: the keyword-only parameters of
+        ``function`` other than ``init`` and ``compute_gradient``.
+    max_iter_option : str or None
+        The option that limits the method's iterations, which the estimators set
+        from ``max_iter_predict``; None if it has none.
+    has_gradient : bool
+        Whether the method returns ``dK``, which evidence maximisation needs.
+    lower_bound : bool
+        Whether its log evidence is a lower bound on the exact one (a variational
+        method), raised by each of its iterations.
+    learning_needs_noise : bool
+        Whether its evidence guides a kernel's hyperparameters only when the kernel
+        has a white-noise term (the estimators then refuse to learn them without
+        one).
+    accepts_workspace : bool
+        Whether ``function`` takes a ``workspace`` dict of buffers to reuse across
+        calls (see :func:`workspace_array`).
+    state_keys : tuple of str
+        The arrays, one value per example, that the method reads from ``init``
+        (those of its result's ``state``); :func:`check_init` checks them.
+    posterior_dK : callable or None
+        ``posterior_dK(posterior, info)`` returns the ``dK`` of a result computed
+        without it, from that result's posterior and info alone (None when the
+        result does not allow it).  The estimators use it for the evidence
+        gradient at the fitted hyperparameters.
+    """
+
+    name: str
+    function: Callable
+    options: Mapping
+    max_iter_option: Optional[str] = "max_iter"
+    has_gradient: bool = True
+    lower_bound: bool = False
+    learning_needs_noise: bool = False
+    accepts_workspace: bool = False
+    state_keys: tuple = ()
+    posterior_dK: Optional[Callable] = None
+
+    def __post_init__(self):
+        # inspect.signature (and so help()) follows __wrapped__ to the function.
+        object.__setattr__(self, "__wrapped__", self.function)
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<inference method {self.name!r}>"
+
+
+#: Parameters every method's function has besides its options.
+_CALL_PARAMETERS = ("init", "compute_gradient")
+
+
+def _signature_options(name, fn):
+    """The options of ``fn`` (its keyword-only parameters but ``init`` and
+    ``compute_gradient``), checking that it has the signature of a method."""
+    params = inspect.signature(fn).parameters
+    positional = [p.name for p in params.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if positional[:3] != ["K", "y", "likelihood"] or any(
+            params.get(k) is None or params[k].kind != params[k].KEYWORD_ONLY
+            for k in _CALL_PARAMETERS):
+        raise TypeError(f"method {name!r}: its function must have the signature "
+                        "(K, y, likelihood, *, init=None, compute_gradient=True, "
+                        "**options).")
+    return MappingProxyType({k: p.default for k, p in params.items()
+                             if p.kind == p.KEYWORD_ONLY and k not in _CALL_PARAMETERS})
+
+
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
              lower_bound=False, learning_needs_noise=False, state=(),
              posterior_dK=None):
-    """Decorator adding an inference function to the registry under ``name``.
+    """Decorator registering an inference function under ``name``.
 
-    ``max_iter_option`` names the function's iteration limit (Newton steps, EP
-    sweeps, ...), which the estimators set from ``max_iter_predict`` (None: the
-    method has none).  ``has_gradient`` says whether it returns ``dK``, which
-    evidence maximisation needs.  ``workspace`` says whether it takes a
-    ``workspace`` dict of buffers to reuse across calls (see
-    :func:`workspace_array`).  ``lower_bound`` says whether its log evidence is a
-    lower bound on the exact one (a variational method), raised by each of its
-    iterations.  ``learning_needs_noise`` says that its evidence is no guide to a
-    kernel's hyperparameters unless the kernel has a white-noise term (the
-    estimators then refuse to learn them without one).  ``state`` names the
-    arrays of one value per example that the function reads from ``init`` (those
-    of its result's ``state``), which :func:`check_init` checks.  The function's
-    options are its keyword-only parameters other than ``init`` and
-    ``compute_gradient``, each of the type of its default (see
-    :func:`check_options`).  ``posterior_dK(posterior, info)``, if given, returns
-    the ``dK`` of a result computed without it from that result's posterior and
-    info alone, without running the method again (None when the result does not
-    allow it): the estimators use it for the evidence gradient at the fitted
-    hyperparameters.
+    The function is returned unchanged; :func:`get_method` returns the
+    :class:`InferenceMethod` made from it.  See :class:`InferenceMethod` for the
+    meaning of the arguments (``workspace`` sets ``accepts_workspace``, ``state``
+    sets ``state_keys``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is already registered, or ``max_iter_option`` or ``workspace``
+        names a parameter that the function does not have.
+    TypeError
+        If the function does not have a method's signature.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.inference import InferenceResult, register, unregister
+    >>> from gpc.posterior import ExplicitPosterior
+    >>> @register("prior_only", max_iter_option=None, has_gradient=False)
+    ... def prior_only(K, y, likelihood, *, init=None, compute_gradient=True):
+    ...     n = K.shape[0]
+    ...     logz = likelihood.gauss_moments(y, np.zeros(n), np.diag(K))[0]
+    ...     info = {"method": "prior_only", "likelihood": likelihood.name,
+    ...             "converged": True, "n_iter": 0, "jitter": 0.0}
+    ...     return InferenceResult(ExplicitPosterior(np.zeros(n), np.zeros((n, n))),
+    ...                            float(np.sum(logz)), info=info)
+    >>> import gpc
+    >>> round(gpc.infer(np.eye(2), [1, -1], method="prior_only").log_evidence, 4)
+    -1.3863
+    >>> unregister("prior_only")
     """
 
     def deco(fn):
-        fn.lower_bound = lower_bound
-        fn.learning_needs_noise = learning_needs_noise
-        fn.max_iter_option = max_iter_option
-        fn.has_gradient = has_gradient
-        fn.accepts_workspace = workspace
-        fn.state_keys = tuple(state)
-        fn.posterior_dK = posterior_dK
-        _METHODS[name] = fn
+        if name in _METHODS:
+            raise ValueError(f"an inference method {name!r} is already registered.")
+        options = _signature_options(name, fn)
+        for what, option in (("max_iter_option", max_iter_option),
+                             ("workspace", "workspace" if workspace else None)):
+            if option is not None and option not in options:
+                raise ValueError(f"method {name!r}: {what} names {option!r}, which "
+                                 "is not an option of its function.")
+        _METHODS[name] = InferenceMethod(
+            name=name, function=fn, options=options, max_iter_option=max_iter_option,
+            has_gradient=has_gradient, lower_bound=lower_bound,
+            learning_needs_noise=learning_needs_noise, accepts_workspace=workspace,
+            state_keys=tuple(state), posterior_dK=posterior_dK)
         return fn
 
     return deco
+
+
+def unregister(name):
+    """Remove the method ``name`` from the registry (ValueError if unknown)."""
+    get_method(name)
+    del _METHODS[name]
 
 
 def workspace_array(workspace, key, shape):
@@ -99,9 +260,8 @@ def workspace_array(workspace, key, shape):
 
     Evidence maximisation calls a method hundreds of times at one n; its n x n
     buffers, allocated afresh each time, are handed back to the system and
-    page-faulted in again at the next call (at n = 2000 about one Cholesky per
-    warm EP evaluation here, measured in-process against fresh buffers).  A method
-    given a workspace keeps them.  Arrays of its result may then be workspace
+    page-faulted in again at the next call.  A method given a workspace keeps
+    them.  Arrays of its result may then be workspace
     buffers: they are only valid until the next call with the same workspace.
     """
     if workspace is None:
@@ -118,6 +278,7 @@ def available_methods():
 
 
 def get_method(method):
+    """The :class:`InferenceMethod` registered as ``method`` (ValueError if none)."""
     try:
         return _METHODS[method]
     except (KeyError, TypeError):
@@ -127,11 +288,8 @@ def get_method(method):
 
 
 def method_options(method):
-    """The options of ``method`` (the keyword-only parameters of its function but
-    ``init`` and ``compute_gradient``) and their defaults."""
-    params = inspect.signature(get_method(method)).parameters.items()
-    return {name: p.default for name, p in params if p.kind == p.KEYWORD_ONLY
-            and name not in ("init", "compute_gradient")}
+    """The options of ``method`` and their defaults (a new dict)."""
+    return dict(get_method(method).options)
 
 
 def _option_type(default):
@@ -215,32 +373,27 @@ def psd_jitter(K, what="K"):
     """Check that K is positive semi-definite up to rounding; return the jitter that
     a factorisation of K needs (0.0 when ``K + 1e-10 * mean(diag) I`` factorises).
 
-    Tries the rungs of ``JITTER_LADDER`` and raises :class:`NotPositiveDefiniteError`
-    (naming ``what``) when even the largest fails or the diagonal is not positive.
-    One Cholesky of K (O(n^3 / 3)) per rung tried.
+    Climbs :func:`with_jitter`'s ladder from its first non-zero rung (rounding, so
+    reported as 0.0) and raises :class:`NotPositiveDefiniteError` (naming ``what``)
+    when even the largest fails or the diagonal is not positive.  One Cholesky of K
+    (O(n^3 / 3)) per rung tried.
     """
-    from scipy.linalg import LinAlgError, cholesky
-
-    n = K.shape[0]
-    if n == 0:
+    if K.shape[0] == 0:
         return 0.0
-    scale = float(np.mean(np.diag(K)))
-    if not scale > 0:
+    if not float(np.mean(np.diag(K))) > 0:
         raise NotPositiveDefiniteError(
             f"{what} is not positive semi-definite (its mean diagonal is not "
             "positive): it is not a valid covariance.")
-    diag = np.diag_indices(n)
-    for rel in JITTER_LADDER:
-        A = np.array(K, order="F", copy=True)
-        A[diag] += rel * scale
+
+    def factorises(A):             # A is a jittered copy of K: it may be overwritten
         try:
             cholesky(A, lower=True, overwrite_a=True, check_finite=False)
         except LinAlgError:
-            continue
-        return 0.0 if rel == JITTER_LADDER[0] else rel * scale
-    raise NotPositiveDefiniteError(
-        f"{what} is not positive semi-definite, even with jitter "
-        f"{JITTER_LADDER[-1]:g} x mean(diag) added.")
+            return None
+        return True
+
+    _, jitter = with_jitter(K, factorises, what, rungs=JITTER_LADDER)
+    return 0.0 if jitter <= JITTER_LADDER[0] * _jitter_scale(K) else jitter
 
 
 def check_kernel_psd(kernel, X):
@@ -317,11 +470,12 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         If K is not positive semi-definite, even with the jitter of the ladder
         (up to ``1e-4 * mean(diag(K))``) added.  Also a ValueError and a
         :class:`numpy.linalg.LinAlgError`.
-    FloatingPointError
-        If the method cannot reach a finite answer in floating point; the message
-        names the method and what went wrong (e.g. the noise-free step likelihood
-        with labels that a singular K gives zero probability, where the evidence
-        is 0).
+    gpc.NumericalError
+        If the method cannot reach a finite answer in floating point (e.g. the
+        noise-free step likelihood with labels that a singular K gives zero
+        probability, where the evidence is 0).  Its ``method`` attribute names the
+        method and its message says what went wrong.  Also a
+        :class:`FloatingPointError`.
 
     Warns
     -----
@@ -359,27 +513,34 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     return fn(Kf, yv, lik, init=init, compute_gradient=compute_gradient, **options)
 
 
-def with_jitter(K, attempt, what="K"):
+def _jitter_scale(K):
+    """The unit of the jitter ladder: the mean prior variance (1 if not positive)."""
+    scale = float(np.mean(np.diag(K))) if K.shape[0] else 1.0
+    return scale if scale > 0 else 1.0
+
+
+def with_jitter(K, attempt, what="K", rungs=(0.0,) + JITTER_LADDER):
     """Run ``attempt(K)``; if it reports a failed factorisation (returns None),
     retry with growing jitter on the diagonal of K.
 
-    Returns ``(result, jitter)``; raises :class:`NotPositiveDefiniteError` when
-    the whole ladder fails.
+    The jitters tried are ``rungs`` (by default 0, then ``JITTER_LADDER``) times
+    the mean of K's diagonal; each jittered matrix is a new Fortran-ordered copy,
+    which ``attempt`` may overwrite (K itself, at a zero rung, it must not).
+
+    Returns ``(result, jitter)``; raises :class:`NotPositiveDefiniteError`
+    (naming ``what``) when the whole ladder fails.
     """
-    res = attempt(K)
-    if res is not None:
-        return res, 0.0
     n = K.shape[0]
-    scale = float(np.mean(np.diag(K))) if n else 1.0
-    scale = scale if scale > 0 else 1.0
-    for rel in JITTER_LADDER:
-        jitter = rel * scale
-        Kj = np.array(K, order="F", copy=True)
-        Kj[np.diag_indices(n)] += jitter
+    scale = _jitter_scale(K)
+    for rel in rungs:
+        Kj = K
+        if rel:
+            Kj = np.array(K, order="F", copy=True)
+            Kj[np.diag_indices(n)] += rel * scale
         res = attempt(Kj)
         if res is not None:
-            return res, jitter
+            return res, rel * scale
     raise NotPositiveDefiniteError(
         f"{what} is not positive semi-definite: the factorisation failed even with "
-        f"jitter {JITTER_LADDER[-1]:g} x mean(diag(K)) added to the diagonal."
+        f"jitter {rungs[-1]:g} x mean(diag(K)) added to the diagonal."
     )

@@ -10,7 +10,8 @@ from sklearn.utils import check_random_state
 from .. import _ep
 from ..posterior import SitePosterior
 from .._validation import NotPositiveDefiniteError, check_integer, check_real
-from ._base import InferenceResult, register, with_jitter, workspace_array
+from ._base import (InferenceResult, NumericalError, register, with_jitter,
+                    workspace_array)
 
 
 def _posterior_dK(posterior, info):
@@ -36,143 +37,128 @@ def _posterior_dK(posterior, info):
 def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
        damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
        max_sweeps=200, accelerate=True, workspace=None):
-    """Expectation propagation for GP classification.
+    """Expectation propagation (EP) for GP classification.
 
-    Gaussian sites ``exp(nu_i f_i - tau_i f_i^2 / 2)`` are refined until the site
-    parameters and the log evidence stop changing.  Called through
-    :func:`gpc.infer` with ``method="ep"``.
+    Approximates each likelihood term by a Gaussian site
+    ``exp(nu_i f_i - tau_i f_i^2 / 2)``, refined by moment matching until the
+    sites and the log evidence stop changing.  Called through :func:`gpc.infer`
+    with ``method="ep"``.
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-    y : ndarray of shape (n,), labels in {-1, +1}
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
     likelihood : Likelihood
-        Any likelihood with Gaussian moments (probit, logit, noisy threshold, step).
+        Any likelihood with Gaussian moments (probit, logit, noisy threshold,
+        step).
     init : dict, optional
-        A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from
-        (if that run fails or ends unconverged, runs from the prior are made
-        too and the one nearest a fixed point kept; ``info["warm_start_rejected"]``).
-    compute_gradient : bool
-        Whether to compute ``dK = (b b' - S B^{-1} S) / 2`` (exact at the fixed
-        point, R&W Alg. 5.2) and ``dlik``.
+        A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from.
+        If that run fails or does not converge, runs from the prior are made too
+        and the best kept (``info["warm_start_rejected"]``).
+    compute_gradient : bool, default=True
+        Whether to compute ``dK`` and ``dlik``.
     updates : {"auto", "parallel", "sequential"}, default="auto"
-        "parallel" updates all sites from the current marginals, then refactorises
-        once per sweep (O(n^3) per sweep, level-3 BLAS, accelerated: see
-        ``accelerate``); "sequential" updates one site at a time with a rank-one
-        update of the full posterior covariance (O(n^2) per site, level-2 BLAS)
-        and refactorises after each sweep: much slower once n is in the hundreds.
-        "auto" runs parallel EP and, only if every parallel run fails or ends
-        unconverged, sequential sweeps from the prior (``info["updates"]`` says
-        which schedule gave the result, ``info["sequential_fallback"]`` whether
-        it switched).  Both schedules converge to the same EP fixed point.
-        Choose "sequential" to follow the classic algorithm step by step (e.g. to
-        reproduce a published run), or where a likelihood that is not
-        log-concave (the noisy threshold) has several fixed points and the one
-        sequential sweeps reach is wanted.
-        Parallel factorisations
-        whose marginals only steer a step from far off (the first one, and those
-        after plain steps from a residual above 0.01 while the residual keeps
-        falling) are done in single precision (half the cost) when no site
-        precision is negative; one whose residual comes out below
-        ``sqrt(10 tol)``, the last allowed, or one that fails, is redone in double,
-        so convergence, the evidence and the gradient always come from a
-        double-precision factorisation.
+        "parallel" updates all sites at once and refactorises once per sweep: the
+        fast choice.  "sequential" updates one site at a time, the classic
+        algorithm, much slower once n is in the hundreds.  "auto" runs parallel
+        EP and falls back to sequential sweeps only if every parallel run fails.
+        Both reach the same fixed point.
     damping : float in (0, 1], optional
-        Weight of the new site in natural parameters (1 = no damping). Default 1.0
-        for both; parallel EP halves it (down to ``min_damping``) whenever the largest
-        site change grows from one sweep to the next, which makes it converge where
-        undamped parallel updates oscillate, and raises it by a factor 1.25 (up to
-        the value given) while that change falls.  A parallel run from the prior
-        that fails or ends unconverged is redone with the damping starting at 1/2,
-        then 1/4 of the value given (``info["n_runs"]``); ``max_sweeps`` applies
-        to each run.
+        Weight of the new site against the old one (1 = no damping, the default).
+        Parallel EP adapts it between ``min_damping`` and this value.
     min_damping : float, default=0.05
-        Floor of the adaptive damping of parallel EP.
+        Smallest damping parallel EP adapts down to.
     order : {"fixed", "random"}, default="fixed"
-        Site order of sequential sweeps; "random" draws a new permutation per sweep
-        from ``random_state``.
-    random_state : int, RandomState or None
+        Site order of sequential sweeps; "random" draws a new permutation per
+        sweep from ``random_state``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the random site order.
     tol : float, default=1e-8
-        Sequential: converged when a sweep changes no site parameter by more than
-        ``tol`` (relative to ``1 + |value|``) and the log evidence by less than
-        ``tol * (1 + |log Z|)``.  Parallel: converged when the (undamped) update
-        from the current marginals would change no site parameter by more than
-        ``tol`` and the log evidence moved by less than ``tol * (1 + |log Z|)``
-        since the previous factorisation; the sites are then kept as they are.
+        Converged when no site parameter would change by more than ``tol``
+        (relative to ``1 + |value|``) and the log evidence by less than
+        ``tol * (1 + |log Z|)``.
     max_sweeps : int, default=200
-        Largest number of sweeps followed by a factorisation.
+        Largest number of sweeps; a ConvergenceWarning is issued when reached.
     accelerate : bool, default=True
-        Parallel EP only.  Once the residual (the largest relative change the next
-        update would make) is below 0.1, each factorisation is followed by cheap
-        O(n^2) sweeps on the marginals linearised around the current sites,
-        ``diag(Sigma) ~ v0 - (Sigma o Sigma) dtau`` and ``mu ~ mu0 + Sigma (dnu -
-        dtau o mu0)``.  Their fixed point is the EP fixed point up to second order,
-        so the factorisations converge quadratically (a chord-Newton method); the
-        exact factorisation after them decides convergence, so the answer is the
-        same EP fixed point.  The linearised model is held in single precision
-        (it only steers the cheap sweeps; its error is far below their own).  The
-        cheap sweeps are Anderson-accelerated (the last 5 steps mixed), so they also
-        converge where plain sweeps contract slowly.
-        A chord step that fails to halve the residual is halved next time (up to
-        three times, restored step by step after successes); after that the
-        acceleration pauses until plain sweeps have halved the residual, or until
-        four of them have each cut it by less than 5% (a stalled or unstable
-        mode, where the chord model is the better bet).
+        Speed up parallel EP near convergence with cheap linearised sweeps
+        between factorisations (see Notes).  The answer is the same fixed point.
     workspace : dict, optional
         Buffers kept by the caller across calls at one n (evidence maximisation
-        passes one; see :func:`gpc.inference._base.workspace_array`).  The
-        result's ``dK`` and ``posterior.L`` may then live in it: they are only
-        valid until the next call with the same workspace.
+        passes one).  The result's ``dK`` and ``posterior.L`` may then live in
+        it, valid until the next call with the same workspace.
 
     Returns
     -------
     InferenceResult
-        ``state = {"tau", "nu"}``; ``info`` holds ``n_sweeps`` (sweeps followed by
-        a factorisation), ``n_linearised_sweeps`` (the cheap sweeps of
-        ``accelerate``), ``n_single_precision`` (factorisations done in single
-        precision, including any redone in double), ``warm_start_rejected``
-        (the run from ``init`` failed or ended unconverged, and a run from
-        the prior, made too, ended nearer a fixed point: the result and counts
-        are that run's), ``n_runs`` (runs made: a run that fails or ends
-        unconverged is followed by the next start, see ``init`` and
-        ``damping``), ``start_damping`` (the kept run's initial damping),
-        ``converged``,
-        ``damping`` (final), ``n_negative`` (sites with negative precision at the
-        end) and the counts of the improper-update policy (see Notes):
-        ``n_skipped`` (site left unchanged), ``n_clipped`` (site precision clipped
-        to 0 with ``nu = d log Z / dm``), ``n_rejected`` (parallel steps retried),
-        ``n_nonfinite`` (moments not finite: site left unchanged),
-        ``n_improper_final`` (sites whose cavity is improper at the end; they are
-        left out of the evidence and a warning is issued) and
-        ``n_clipped_last_sweep``.  ``gradient_exact`` is False when sites were still
-        being clipped in the last sweep: such a point is not a moment-matching fixed
-        point, dK and dlik then miss those sites' implicit terms (a RuntimeWarning
-        says so).
+        ``state = {"tau", "nu"}``; the posterior holds the marginals at the
+        training points.  Besides the common keys, ``info`` holds:
+
+        - ``n_sweeps`` (also ``n_iter``): sweeps followed by a factorisation;
+          ``n_linearised_sweeps``: the cheap sweeps of ``accelerate``;
+          ``n_single_precision``: factorisations done in single precision;
+        - ``updates`` (the schedule that gave the result),
+          ``sequential_fallback``, ``n_runs``, ``start_damping``, ``damping``
+          (final) and ``warm_start_rejected``;
+        - ``n_negative``: sites with negative precision at the end;
+        - the counts of the improper-update policy (see Notes): ``n_skipped``,
+          ``n_clipped``, ``n_rejected``, ``n_nonfinite``, ``n_improper_final``
+          and ``n_clipped_last_sweep``;
+        - ``gradient_exact``: False when sites were still being clipped in the
+          last sweep, so that ``dK`` and ``dlik`` miss their implicit terms (a
+          RuntimeWarning says so).
 
     Notes
     -----
-    Site precisions may be negative: with likelihoods that are not log-concave (the
-    noisy threshold) the EP fixed point often has some, and only there are the
-    evidence and its gradient exact.  The positive sites are factorised as usual
-    (``B = I + S K S``); the m negative ones enter through an m x m Cholesky
-    correction (Woodbury), which also tells whether the posterior is proper.
-    Improper updates follow one policy:
+    *Schedules.*  Sequential EP updates one site with a rank-one update of the
+    posterior covariance (O(n^2) per site) and refactorises after each sweep.
+    Parallel EP updates every site from the current marginals and refactorises
+    ``B = I + S K S`` once per sweep (O(n^3), level-3 BLAS).  Its damping is
+    halved (down to ``min_damping``) whenever the largest site change grows from
+    one sweep to the next, and raised by a factor 1.25 (up to ``damping``) while
+    it falls.  A parallel run from the prior that fails or does not converge is
+    redone with the damping starting at 1/2, then 1/4 of ``damping``.
 
-    * a site whose cavity has non-positive precision is left unchanged (skipped);
-    * a sequential update that would leave another, proper, cavity improper is
-      clipped (precision 0, ``nu = d log Z / dm``: the tilted mean is kept) if its
-      new precision is negative, and skipped otherwise;
+    *Acceleration.*  Once the largest relative change the next update would make
+    is below 0.1, each factorisation is followed by sweeps on the marginals
+    linearised around the current sites, ``diag(Sigma) ~ v0 - (Sigma o Sigma)
+    dtau`` and ``mu ~ mu0 + Sigma (dnu - dtau o mu0)``, at O(n^2) each,
+    Anderson-accelerated.  Their fixed point agrees with EP's to second order, so
+    the factorisations converge like a chord-Newton method; the exact
+    factorisation after them decides convergence.  Factorisations that only
+    steer such steps from far off may be done in single precision; convergence,
+    the evidence and the gradient always come from a double-precision one.
+
+    *Negative site precisions.*  With likelihoods that are not log-concave (the
+    noisy threshold) the fixed point often has some, and only there are the
+    evidence and its gradient exact.  The m negative sites enter through an
+    m x m Cholesky correction of the factorisation of the positive ones, which
+    also tells whether the posterior is proper.  Improper updates follow one
+    policy:
+
+    * a site whose cavity has non-positive precision is left unchanged;
+    * a sequential update that would make another, proper, cavity improper is
+      clipped (precision 0, ``nu = d log Z / dm``) if its new precision is
+      negative, and skipped otherwise;
     * a parallel step that makes the posterior or a proper cavity improper is
-      rejected and retried without acceleration, then with halved damping, and at
+      retried without acceleration, then with halved damping, and at
       ``min_damping`` with its negative proposals clipped;
     * a tilted variance that rounds to <= 0 is clipped the same way.
 
-    The log evidence is GPML's stable arrangement of R&W eq. 3.65 (zero prior mean);
-    ``dlik`` is ``sum_i d log Z_i / d theta_lik`` at the cavities, exact at the fixed
-    point.  A parallel update whose site precision overflows means the posterior has
-    collapsed at that point (e.g. duplicated inputs with conflicting labels under the
-    noise-free step likelihood); like a failed factorisation, it is retried with
-    jitter on K (reported in ``info["jitter"]``).
+    *Evidence and gradient.*  The log evidence is GPML's stable arrangement of
+    Rasmussen & Williams eq. 3.65; ``dK = (b b' - S B^{-1} S) / 2``, exact at the
+    fixed point (their Algorithm 5.2), and ``dlik`` is the sum of
+    ``d log Z_i / d theta`` at the cavities.  A factorisation that fails, or a
+    site precision that overflows (a collapsed posterior, e.g. duplicated inputs
+    with conflicting labels under the step likelihood), is retried with jitter
+    on K (``info["jitter"]``).
+
+    References
+    ----------
+    Minka, T. P. (2001). Expectation propagation for approximate Bayesian
+    inference.  Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian Processes
+    for Machine Learning, sections 3.6 and 5.5.2.
     """
     return fit_sites(K, y, likelihood, _ep.RULE_EXPECTATION_PROPAGATION, None,
                      init=init, compute_gradient=compute_gradient, updates=updates,
@@ -194,6 +180,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     :func:`ep`; the ``workspace`` serves the first start (a later one, tried while
     an earlier run is kept as the best so far, gets its own arrays)."""
     name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
+    method = name.lower()
     if updates not in ("auto", "sequential", "parallel"):
         raise ValueError("updates must be 'auto', 'sequential' or 'parallel', got "
                          f"{updates!r}.")
@@ -257,8 +244,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         if out.status == _ep.STATUS_NOT_PD:
             return None
         if out.status == _ep.STATUS_NONFINITE:
-            raise FloatingPointError(f"{name}: a non-finite site parameter appeared "
-                                     "(the kernel matrix is probably badly scaled).")
+            raise NumericalError(f"{name}: a non-finite site parameter appeared (the "
+                                 "kernel matrix is probably badly scaled).", method)
         return Kj, tau, nu, L, b, S, mu, var, Binv, out
 
     # A warm start is only a guess: sites fitted to other hyperparameters can put
@@ -295,11 +282,11 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     warm_rejected = len(starts) > 1 and not starts[0][3] and start[3]
     used = "parallel" if start[4] else "sequential"
     if not np.isfinite(log_evidence):
-        raise FloatingPointError(
+        raise NumericalError(
             f"{name}: the log evidence is not finite after {n_sweeps} sweeps "
             f"({'converged' if converged else 'not converged'}); the posterior has "
             "run into a region where the likelihood's moments underflow (try a "
-            "smaller kernel variance or more damping).")
+            "smaller kernel variance or more damping).", method)
     n_bad, n_clip_last = out.n_improper_final, out.n_clipped_last_sweep
     if not converged:
         warnings.warn(f"{name} did not converge in {n_sweeps} sweeps (max_sweeps="
@@ -334,15 +321,16 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         # parameter so far.
         dlik = np.full(len(par), dlik0) if len(par) else np.zeros(0)
         if not np.isfinite(dlik).all():
-            raise FloatingPointError(f"{name}: the evidence's derivative with respect "
-                                     f"to the likelihood parameter is not finite.")
+            raise NumericalError(f"{name}: the evidence's derivative with respect to "
+                                 "the likelihood parameter is not finite.", method)
     return InferenceResult(
-        posterior=SitePosterior(b, S, L, Q if Q.shape[1] else None),
+        posterior=SitePosterior(b, S, L, Q if Q.shape[1] else None,
+                                marginal_mean=mu, marginal_var=var),
         log_evidence=float(log_evidence),
         dK=dK,
         dlik=dlik,
         state={"tau": tau, "nu": nu},
-        info={"method": name.lower(), "updates": used,
+        info={"method": method, "updates": used,
               "sequential_fallback": updates == "auto" and used == "sequential",
               "likelihood": likelihood.name,
               "n_sweeps": n_sweeps, "n_linearised_sweeps": out.n_linearised,
@@ -354,6 +342,5 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               "n_improper_final": n_bad, "n_clipped_last_sweep": n_clip_last,
               "n_negative": int(np.count_nonzero(tau < 0)), "n_rejected": out.n_rejected,
               "gradient_exact": bool(n_clip_last == 0 and exact),
-              "jitter": jitter, "mean": mu,
-              "var": var},
+              "jitter": jitter, "n_iter": n_sweeps},
     )

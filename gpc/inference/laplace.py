@@ -8,7 +8,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .. import _laplace
 from .._validation import check_integer, check_real
 from ..posterior import SitePosterior
-from ._base import InferenceResult, register, with_jitter, workspace_array
+from ._base import (InferenceResult, NumericalError, register, with_jitter,
+                    workspace_array)
 
 
 @register("laplace", state=("alpha",), workspace=True)
@@ -16,19 +17,15 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
             max_iter=100, single_precision=True, reuse_factor=True, workspace=None):
     """Laplace approximation of the GP classification posterior.
 
-    Newton's method on ``psi(f) = log p(y|f) - f' K^{-1} f / 2`` written with
-    ``B = I + sW K sW`` (K is never inverted), with step halving so that every step
-    increases ``psi``; the mode is refined until a Newton step moves it by at most
-    ``tol * (1 + max|f|)`` so that the evidence is smooth in the hyperparameters.
-    The steps are taken in correction form (from the gradient of ``psi`` in
-    double precision), so that inexact ones (see ``single_precision`` and
-    ``reuse_factor``) converge to the same mode.
-    Called through :func:`gpc.infer` with ``method="laplace"``.
+    A Gaussian centred at the posterior mode, with the curvature of the log
+    posterior there.  Called through :func:`gpc.infer` with ``method="laplace"``.
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-    y : ndarray of shape (n,), labels in {-1, +1}
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
     likelihood : Likelihood
         Must have derivatives (probit, logit).
     init : dict, optional
@@ -37,44 +34,55 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
     compute_gradient : bool
         Whether to compute ``dK``, including the implicit term through the mode.
     tol : float, default=1e-10
-        Convergence tolerance on the Newton step.
+        Converged when a Newton step moves the mode by at most
+        ``tol * (1 + max|f|)``; tight, so that the evidence is smooth in the
+        hyperparameters.
     max_iter : int, default=100
         Maximum number of Newton steps; a ConvergenceWarning is issued when reached.
     single_precision : bool, default=True
-        Factorise ``B`` in single precision (cheaper than in double) for the
-        Newton steps while ``B`` is well conditioned
-        (``1 + sum(W * diag(K))`` at most ``gpc._laplace.SINGLE_MAX_COND``).  A
-        single-precision step is only taken when it is finite and needs no
-        halving, and ends the iteration only after a single-precision step that
-        shrank the previous one 1000-fold (bounding its rounding error); otherwise
-        the factorisation is redone in double, as are all later ones.  The
-        factorisation at the returned mode, from which the evidence and the
-        posterior come, is always in double, and the mode and evidence are those of
-        the all-double iteration to rounding.  False: every factorisation in double.
+        Allow the early Newton steps to use a cheaper single-precision
+        factorisation.  The mode, the evidence and the gradient are those of the
+        all-double iteration to rounding (see Notes).
     reuse_factor : bool, default=True
-        Once the steps shrink so fast (quadratically) that the last factorisation
-        of ``B`` would give a step within 1e-3 of Newton's, take the next steps
-        with it (chord steps: no factorisation) while they keep shrinking
-        1000-fold, under the same rules as single-precision steps (a step's
-        error shows in the size of the next).  False (with
-        ``single_precision=False``): plain Newton, every step from a fresh
-        double-precision factorisation.
+        Allow the last Newton steps to reuse the previous factorisation once the
+        steps shrink fast (see Notes).  With both options False: plain Newton.
     workspace : dict, optional
         Buffers kept by the caller across calls at one n (evidence maximisation
-        passes one; see :func:`gpc.inference._base.workspace_array`).  The
-        result's ``dK`` and ``posterior.L`` may then live in it: they are only
-        valid until the next call with the same workspace.
+        passes one).  The result's ``dK`` and ``posterior.L`` may then live in
+        it, valid until the next call with the same workspace.
 
     Returns
     -------
     InferenceResult
         ``log_evidence = psi(f_hat) - sum(log(diag(L)))``; ``dlik`` is None for a
         likelihood with parameters (not implemented for Laplace yet);
-        ``state = {"alpha": a}``;
+        ``state = {"alpha": a}``; ``posterior.marginal_mean`` is the mode;
         ``info`` holds ``n_iter``, ``converged``, ``n_halvings``, ``jitter``,
         ``n_single`` (the factorisations tried in single precision, failed ones
-        and those of steps redone included), ``n_reused`` (the chord steps
-        tried) and ``mode``.
+        and those of steps redone included) and ``n_reused`` (the chord steps
+        tried).
+
+    Notes
+    -----
+    Newton's method on ``psi(f) = log p(y|f) - f' K^{-1} f / 2``, written with
+    ``B = I + sW K sW`` so that K is never inverted, halves steps so that each
+    one increases ``psi``.  The steps are taken in correction form (from the
+    gradient of ``psi`` in double precision), so that inexact ones converge to
+    the same mode:
+
+    * ``single_precision``: while ``B`` is well conditioned
+      (``1 + sum(W * diag(K))`` at most ``gpc._laplace.SINGLE_MAX_COND``), B is
+      factorised in single precision.  Such a step is taken only when it is
+      finite and needs no halving, and ends the iteration only after it shrank
+      the previous step 1000-fold; otherwise the factorisation is redone in
+      double, as are all later ones.
+    * ``reuse_factor``: once the last factorisation would give a step within
+      1e-3 of Newton's, the next steps reuse it (chord steps) while they keep
+      shrinking 1000-fold, under the same rules.
+
+    The factorisation at the returned mode, from which the evidence, the
+    posterior and ``dK`` (with its implicit term through the mode, Rasmussen &
+    Williams Algorithm 5.1) come, is always in double precision.
     """
     if not likelihood.has_derivatives:
         raise ValueError(
@@ -105,9 +113,9 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         if status == _laplace.STATUS_NOT_PD:
             return None
         if status == _laplace.STATUS_NONFINITE:
-            raise FloatingPointError(
+            raise NumericalError(
                 "Laplace: a non-finite value appeared during the Newton iterations "
-                "(the kernel matrix is probably too badly scaled).")
+                "(the kernel matrix is probably too badly scaled).", "laplace")
         return (Kj, alpha, f, sW, L, n_iter, converged, psi, logdet, halvings,
                 n_single, n_reused)
 
@@ -123,10 +131,10 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         dK = workspace_array(workspace, "dK", (n, n))
         info = _laplace.evidence_dK(Kj, L, y, likelihood.code, par, alpha, f, sW, dK)
         if info != 0:
-            raise FloatingPointError("Laplace: inverting B failed (LAPACK info "
-                                     f"{info}); B = I + sW K sW is singular.")
+            raise NumericalError("Laplace: inverting B failed (LAPACK info "
+                                 f"{info}); B = I + sW K sW is singular.", "laplace")
     return InferenceResult(
-        posterior=SitePosterior(alpha, sW, L),
+        posterior=SitePosterior(alpha, sW, L, marginal_mean=f),
         log_evidence=float(psi - logdet),
         dK=dK,
         # Derivatives with respect to likelihood parameters are not implemented for
@@ -135,6 +143,5 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         state={"alpha": alpha},
         info={"method": "laplace", "likelihood": likelihood.name, "n_iter": n_iter,
               "converged": bool(converged), "n_halvings": halvings,
-              "n_single": n_single, "n_reused": n_reused, "jitter": jitter,
-              "mode": f},
+              "n_single": n_single, "n_reused": n_reused, "jitter": jitter},
     )

@@ -74,7 +74,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..posterior import SitePosterior
 from .._validation import check_integer, check_real
-from ._base import InferenceResult, register
+from ._base import InferenceResult, NumericalError, register
 
 #: Step halvings tried by the line search before the iteration is declared stalled.
 MAX_HALVINGS = 30
@@ -93,12 +93,15 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
         Must be well conditioned (reciprocal condition number at least
         ``MIN_RCOND``, 1e-10): the cavity variances are ``1 / [K^{-1}]_ii``, which
         rounding destroys for a nearly singular K, as smooth kernels on dense
-        inputs without a noise term give.  Such a K raises FloatingPointError.
-    y : ndarray of shape (n,), labels in {-1, +1}
+        inputs without a noise term give.  Such a K raises
+        :class:`gpc.NumericalError`.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
     likelihood : Likelihood
         Any likelihood with Gaussian moments: step (the paper's noise-free
         likelihood), probit, logit, noisy threshold.
@@ -122,7 +125,8 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         ``stalled`` (stopped because the line search found no improving step),
         ``n_halvings`` (line-search halvings), ``n_negative_w``, ``n_capped_w``
         (Newton steps whose weights had to be capped, see ``W_CAPS``), ``jitter`` (0),
-        ``mean`` and ``var`` (the marginals of q), ``cavity_var`` (s).
+        ``cavity_var`` (s); the marginals of q are the posterior's
+        ``marginal_mean`` and ``marginal_var``.
 
     Examples
     --------
@@ -139,8 +143,8 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
     L = _well_conditioned_factor(K)
     T, info = lapack.dtrtri(L, lower=1)                 # T = L^{-1}
     if info != 0:
-        raise FloatingPointError("mean field: inverting the Cholesky factor of K "
-                                 f"failed (LAPACK info {info}).")
+        raise NumericalError("mean field: inverting the Cholesky factor of K "
+                             f"failed (LAPACK info {info}).", "mean_field")
     s = 1.0 / np.einsum("ij,ij->j", T, T)               # 1 / diag(K^{-1})
     half_logdet = np.sum(np.log(np.diag(L)))
 
@@ -153,7 +157,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
                 + half_logdet - 0.5 * np.sum(np.log(s)))
 
     sol = _solve(K, y, likelihood, s, free_energy, init, tol, max_iter,
-                 "mean field")
+                 "mean_field")
     g, q = sol["g"], sol["q"]
     log_evidence = -free_energy(sol["m"], sol["moments"])
     dK = dlik = None
@@ -162,7 +166,7 @@ def mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-9,
         A = _lower_product(T)
         M = A * np.sqrt(s * q)[None, :]
         dK = 0.5 * (np.outer(g, g) + M @ M.T - A)
-        dlik = _dlik(likelihood, sol)
+        dlik = _dlik(likelihood, sol, "mean_field")
     return _result(sol, likelihood, log_evidence, dK, dlik, 0.0, "mean_field",
                    {"cavity_var": s})
 
@@ -213,7 +217,7 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
         return 0.5 * r @ r
 
     sol = _solve(K, y, likelihood, s, residual_norm, init, tol, max_iter,
-                 "naive mean field")
+                 "naive_mean_field")
     g, h = sol["g"], sol["h"]
     # Minus the saddle function at (m, g(m)): it equals sum log Z - g'(K - S) g / 2
     # on the solution, and errs only to second order in the residual off it.
@@ -222,7 +226,7 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
     if compute_gradient:
         dK = 0.5 * np.outer(g, g)
         dK[np.diag_indices_from(dK)] += 0.5 * h
-        dlik = _dlik(likelihood, sol)
+        dlik = _dlik(likelihood, sol, "naive_mean_field")
     return _result(sol, likelihood, log_evidence, dK, dlik, 0.0, "naive_mean_field",
                    {})
 
@@ -235,7 +239,7 @@ MIN_RCOND = 1e-10
 
 
 def _well_conditioned_factor(K):
-    """The Cholesky factor of K, or a FloatingPointError when K is too close to
+    """The Cholesky factor of K, or a NumericalError when K is too close to
     singular for the ensemble free energy to be computed (see ``MIN_RCOND``)."""
     try:
         L = cholesky(K, lower=True, check_finite=False)
@@ -244,12 +248,12 @@ def _well_conditioned_factor(K):
     except LinAlgError:
         rcond = 0.0
     if not rcond >= MIN_RCOND:
-        raise FloatingPointError(
+        raise NumericalError(
             f"mean field: K is too close to singular (reciprocal condition number "
             f"{rcond:.1e}, below {MIN_RCOND:g}) for the factorised family, whose "
             "cavity variances are 1 / [K^-1]_ii: its free energy would be rounding "
             "noise.  Add a noise term to the kernel (e.g. WhiteKernel), shorten the "
-            "length scales, or choose another method.")
+            "length scales, or choose another method.", "mean_field")
     return L
 
 
@@ -262,17 +266,20 @@ def _lower_product(T):
     """T' T for a lower-triangular T (LAPACK dlauum, n^3 / 3), made symmetric."""
     P, info = lapack.dlauum(T, lower=1)
     if info != 0:
-        raise FloatingPointError(f"mean field: dlauum failed (LAPACK info {info}).")
+        raise NumericalError(f"mean field: dlauum failed (LAPACK info {info}).",
+                             "mean_field")
     P = np.tril(P)
     return P + np.tril(P, -1).T
 
 
-def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
+def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
     """Newton's method with a line search on ``merit(m, moments)`` for
-    ``m = (K - diag(s)) g(m)`` (see the module notes).  Returns a dict with the
+    ``m = (K - diag(s)) g(m)`` (see the module notes) of ``method`` (its
+    registered name).  Returns a dict with the
     solution ``m``, its ``moments`` (log Z, g, h, dpar), ``g``, ``h``, ``q = v / s``,
     the site-form factor ``sW``, ``L`` of the last iterate and the counts."""
     n = K.shape[0]
+    name = method.replace("_", " ")
 
     def moments(m):
         return likelihood.gauss_moments(y, m, s)
@@ -292,7 +299,8 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
             if np.isfinite(value0) and value0 < value:
                 m, mo, value = m0.copy(), mo0, value0
     if not np.isfinite(value):
-        raise FloatingPointError(f"{name}: the objective is not finite at the start.")
+        raise NumericalError(f"{name}: the objective is not finite at the start.",
+                             method)
 
     n_iter = n_halvings = n_capped = 0
     converged = stalled = False
@@ -304,7 +312,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
         q = np.maximum(1.0 + s * h, 1e-12)
         W = -h / q
         n_negative = int(np.count_nonzero(W < 0))
-        L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), name)
+        L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), method)
         n_capped += capped
         r = residual(m, mo)
         Kg = K @ g
@@ -348,7 +356,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
                       f"converging: {why}; the free energy and its gradient are "
                       "approximate.", ConvergenceWarning, stacklevel=4)
     if not np.all(np.isfinite(mo[0])):
-        raise FloatingPointError(f"{name}: the log normalisers are not finite.")
+        raise NumericalError(f"{name}: the log normalisers are not finite.", method)
     return {"m": m, "moments": mo, "g": g, "h": h, "q": q, "sW": sW, "L": L,
             "s": s, "n_iter": n_iter, "n_halvings": n_halvings,
             "converged": converged, "stalled": stalled, "n_negative_w": n_negative,
@@ -361,7 +369,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, name):
 W_CAPS = (1e8, 1e4, 1.0)
 
 
-def _factor_weights(K, W, name):
+def _factor_weights(K, W, method):
     """``(L, sW, capped)``: the Cholesky factor of ``I + sW K sW`` with
     ``sW = sqrt(W)``, W capped (``W_CAPS``) if it does not factorise as it is.
     Any W >= 0 gives a descent direction for the ensemble free energy, so a cap only
@@ -376,30 +384,33 @@ def _factor_weights(K, W, name):
             return cholesky(B, lower=True, check_finite=False), sW, cap is not None
         except (LinAlgError, ValueError):
             continue
-    raise FloatingPointError(f"{name}: the factorisation of I + sW K sW failed even "
-                             "with the Newton weights capped (non-finite moments?).")
+    raise NumericalError(f"{method.replace('_', ' ')}: the factorisation of I + sW K "
+                         "sW failed even with the Newton weights capped (non-finite "
+                         "moments?).", method)
 
 
-def _dlik(likelihood, sol):
+def _dlik(likelihood, sol, method):
     dpar = float(np.sum(sol["moments"][3]))
     if not np.isfinite(dpar):
-        raise FloatingPointError("mean field: the derivative with respect to the "
-                                 "likelihood parameter is not finite.")
+        raise NumericalError(f"{method.replace('_', ' ')}: the derivative with "
+                             "respect to the likelihood parameter is not finite.",
+                             method)
     return np.full(len(likelihood.params), dpar)
 
 
 def _result(sol, likelihood, log_evidence, dK, dlik, jitter, method, extra):
     if not np.isfinite(log_evidence):
-        raise FloatingPointError(f"{method}: the free energy is not finite.")
+        raise NumericalError(f"{method}: the free energy is not finite.", method)
     s = sol["s"]
     info = {"method": method, "likelihood": likelihood.name, "n_iter": sol["n_iter"],
             "converged": bool(sol["converged"]), "stalled": sol["stalled"],
             "n_halvings": sol["n_halvings"],
             "n_negative_w": sol["n_negative_w"], "n_capped_w": sol["n_capped_w"],
-            "jitter": jitter,
-            "mean": sol["m"] + s * sol["g"], "var": s * sol["q"]}
+            "jitter": jitter}
     info.update(extra)
     return InferenceResult(
-        posterior=SitePosterior(sol["g"], sol["sW"], sol["L"]),
+        posterior=SitePosterior(sol["g"], sol["sW"], sol["L"],
+                                marginal_mean=sol["m"] + s * sol["g"],
+                                marginal_var=s * sol["q"]),
         log_evidence=float(log_evidence), dK=dK, dlik=dlik,
         state={"m": sol["m"]}, info=info)

@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 
 from .. import _online
 from ..posterior import ExplicitPosterior
-from ._base import InferenceResult, register
+from ._base import InferenceResult, NumericalError, register
 
 
 @register("adf", max_iter_option=None, has_gradient=False)
@@ -31,9 +31,10 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-    y : ndarray of shape (n,), labels in {-1, +1} (real targets for the Gaussian
-        likelihood)
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} (real targets for the Gaussian likelihood).
     likelihood : Likelihood
         Any likelihood with Gaussian moments (probit, logit, noisy threshold, step,
         Gaussian).
@@ -120,9 +121,9 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
             what = ("its predictive variance came out negative"
                     if status == _online.STATUS_NEGATIVE_VARIANCE
                     else "a moment of its predictive distribution is not finite")
-            raise FloatingPointError(
+            raise NumericalError(
                 f"ADF: example {int(idx[n_done])} (sweep {sweep + 1}): {what}; the "
-                "kernel matrix is probably badly scaled.")
+                "kernel matrix is probably badly scaled.", "adf")
         sums.append(float(total))
         log_pred.append(logz)
     # C holds its lower triangle: make it symmetric for prediction and the state.
@@ -135,7 +136,7 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
         dlik=None,
         state={"alpha": alpha, "C": C, "log_evidence": log_evidence},
         info={"method": "adf", "likelihood": likelihood.name,
-              "n_sweeps": len(orders), "n_new": n - n0,
+              "n_sweeps": len(orders), "n_iter": len(orders), "n_new": n - n0,
               "sweep_log_evidence": sums, "log_predictive": log_pred,
               "converged": True, "jitter": 0.0},
     )

@@ -9,7 +9,7 @@ from scipy.sparse.linalg import LinearOperator, gmres
 
 from .. import _ep, _moments
 from ..likelihoods import LIK_GAUSSIAN
-from ._base import register
+from ._base import NumericalError, register
 from .ep import fit_sites
 
 
@@ -20,77 +20,80 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
        max_sweeps=200, accelerate=True, evidence_order=10, workspace=None):
     """Posterior linearisation (PL) for GP classification.
 
-    Each label's conditional mean ``E[y|f]`` is replaced by its statistical linear
-    regression ``A_i f_i + b_i`` on the current posterior marginal
-    ``N(f_i; mu_i, P_i)``, with the regression error as Gaussian noise
-    ``Omega_i``; the posterior of that linear-Gaussian model gives new marginals,
-    and the linearisation is repeated until it stops changing.  Each linearised
-    label is the Gaussian site ``tau_i = A_i^2 / Omega_i``,
-    ``nu_i = A_i (y_i - b_i) / Omega_i``, never of negative precision, so every
-    posterior covariance is positive definite by construction.  Called through
-    :func:`gpc.infer` with ``method="pl"``.
-
-    The sites are fitted by the same machinery as EP (:func:`gpc.inference.ep.ep`):
-    the same factorisation ``B = I + S K S``, sequential rank-one or parallel
-    updates, adaptive damping, warm starts, chord-Newton acceleration of parallel
-    updates and single-precision steering factorisations; only the site rule (SLR
-    at the marginal instead of moment matching at the cavity) and the evidence
-    differ.  The SLR moments are the likelihood's Gaussian moments (closed form for
-    probit, step and noisy threshold; the logit's quadrature of ``gh_order``):
-    with ``Z_s = E[p(s|f)]`` and ``d_s = d log Z_s / dm`` for ``s = +-1``,
-    ``tau = -d_y d_-y / (1 - x)``, ``nu = d_y (1 - mu d_-y) / (1 - x)``,
-    ``x = -P d_y d_-y``.  With the Gaussian likelihood PL is exact in one
-    iteration.
+    Replaces each label's conditional mean ``E[y|f]`` by its statistical linear
+    regression on the current posterior marginal, with the regression error as
+    Gaussian noise, and repeats until the linearisation stops changing.  Each
+    linearised label is a Gaussian site of non-negative precision, so every
+    posterior covariance is positive definite.  Called through :func:`gpc.infer`
+    with ``method="pl"``.
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-    y : ndarray of shape (n,), labels in {-1, +1} (real targets for "gaussian")
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} (real targets for the Gaussian likelihood).
     likelihood : Likelihood
         Probit, logit, noisy threshold, step or Gaussian (ValueError for the other
         regression likelihoods: the linearisation is that of a label +-1).
     init : dict, optional
-        A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start from;
-        by default PL starts from the prior (all sites zero), as in the paper.
+        A previous result's ``state`` (``{"tau": ..., "nu": ...}``) to start
+        from; by default PL starts from the prior, as in the paper.
     compute_gradient : bool, default=True
         Whether to compute ``dK`` and ``dlik``: the total derivative of the
-        evidence estimate through the PL fixed point (the linearisation moves with
-        K), by an adjoint linear system of size 2n solved with GMRES; ``O(n^3)``
-        (three matrix products) on top of the fit.  Holding the linearisation fixed
-        instead would be far off (e.g. with the noisy threshold the evidence does
-        not change with the signal variance, the fixed-linearisation derivative
-        does).  ``dlik`` likewise for the noisy threshold's eps (its sites'
-        derivative by central differences) and the Gaussian's noise variance
-        (exact: PL is exact there).
+        evidence through the PL fixed point (see Notes).
     updates : {"auto", "parallel", "sequential"}, default="auto"
-        "parallel" relinearises every label at the current marginals, then
-        refactorises once (the paper's main variant); "sequential" relinearises
-        one label at a time with a rank-one update of the posterior and
-        refactorises after each sweep; "auto" runs parallel PL and falls back to
-        sequential sweeps only if every parallel run fails or ends unconverged,
-        as for :func:`gpc.inference.ep.ep` (``info["updates"]`` and
-        ``info["sequential_fallback"]`` say what ran).
+        "parallel" relinearises every label at once and refactorises once per
+        sweep (the paper's main variant); "sequential" relinearises one label at
+        a time; "auto" runs parallel PL and falls back to sequential sweeps only
+        if every parallel run fails, as for :func:`gpc.inference.ep.ep`.
     damping, min_damping, order, random_state, tol, max_sweeps, accelerate, workspace
-        As for :func:`gpc.inference.ep.ep` (damping default 1: parallel PL halves
-        it whenever the largest site change grows).
+        As for :func:`gpc.inference.ep.ep`.
     evidence_order : int, default=10
-        Order of the Gauss-Hermite rule of the evidence correction (paper eq.
-        18-19), ``log Z ~ log Z_lin + sum_i log E[p(y_i|f) / N(y_i; A_i f + b_i,
-        Omega_i)]`` under ``N(mu_i, P_i)``, for the probit and the logit; 10 as
-        in the paper.  The step and the noisy threshold, whose step-shaped
-        integrand would make the rule's sum (and so the evidence) jump as the
-        hyperparameters move a node across ``f = 0``, have the exact integral
-        instead, and ignore it.  The correction is taken at the current sites:
-        it equals EP's evidence expression at PL's sites and is finite also for an
-        unconverged run (every cavity is proper).
+        Order of the Gauss-Hermite rule of the evidence correction for the probit
+        and the logit (10, as in the paper).  The step and the noisy threshold
+        use the exact integral and ignore it.
 
     Returns
     -------
     InferenceResult
-        ``posterior`` (site form), ``log_evidence`` (the estimate above),
-        ``state = {"tau", "nu"}`` and ``info`` as for EP (``method="pl"``;
-        ``n_improper_final`` counts labels left out of the evidence: their SLR
-        moments were not finite, or rounding made their cavity improper).
+        ``posterior`` (site form, with the marginals at the training points),
+        ``log_evidence`` (the estimate of Notes), ``state = {"tau", "nu"}`` and
+        ``info`` as for EP (``n_improper_final`` counts labels left out of the
+        evidence: their moments were not finite, or rounding made their cavity
+        improper).
+
+    Notes
+    -----
+    With ``Z_s = E[p(s|f)]`` and ``d_s = d log Z_s / dm`` for ``s = +-1`` under
+    the marginal ``N(mu, P)``, the linearised site of label y is
+    ``tau = -d_y d_-y / (1 - x)``, ``nu = d_y (1 - mu d_-y) / (1 - x)`` with
+    ``x = -P d_y d_-y``.  With the Gaussian likelihood PL is exact in one
+    iteration.
+
+    The sites are fitted by EP's machinery (:func:`gpc.inference.ep.ep`: the
+    factorisation ``B = I + S K S``, both schedules, adaptive damping, warm
+    starts and the acceleration of parallel updates); only the site rule and the
+    evidence differ.
+
+    The evidence is that of the linearised model plus the correction of the
+    paper's eq. 18-19, ``sum_i log E[p(y_i|f) / N(y_i; A_i f + b_i, Omega_i)]``
+    under the marginals, taken at the current sites (it equals EP's evidence
+    expression at PL's sites, and is finite for an unconverged run too).
+
+    The gradient moves the linearisation with K: an adjoint linear system of
+    size 2n, solved with GMRES, adds O(n^3) (three matrix products) to the fit.
+    Holding the linearisation fixed would be far off (with the noisy threshold
+    the evidence does not change with the signal variance, the
+    fixed-linearisation derivative does).  ``dlik`` is likewise total, for the
+    noisy threshold's eps (by central differences of its sites) and for the
+    Gaussian's noise variance.
+
+    References
+    ----------
+    García-Fernández, Á. F., Tronarp, F. & Särkkä, S. (2019). Gaussian process
+    classification using posterior linearization.  IEEE Signal Processing
+    Letters.
 
     Examples
     --------
@@ -176,7 +179,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     tm, nm = sites(mu, var - hv)
     t_P, n_P = (tp - tm) / (2 * hv), (np_ - nm) / (2 * hv)
     if not all(np.isfinite(a).all() for a in (t_mu, n_mu, t_P, n_P)):
-        raise FloatingPointError("PL gradient: non-finite site derivatives.")
+        raise NumericalError("PL gradient: non-finite site derivatives.", "pl")
 
     def ms_t(a_mu, a_P):
         """M_s' (a_mu, a_P): the weights on (tau, nu)."""
@@ -198,8 +201,8 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     lam, info = gmres(op, rhs, rtol=1e-12, atol=0.0, restart=min(2 * n, 200),
                       maxiter=50)
     if info != 0:
-        raise FloatingPointError("PL gradient: the adjoint system did not converge "
-                                 f"(GMRES info {info}).")
+        raise NumericalError("PL gradient: the adjoint system did not converge "
+                             f"(GMRES info {info}).", "pl")
     lt, ln = lam[:n], lam[n:]
     if len(par):
         # dE/dpar = dq/dpar + lambda' dF/dpar (the sites move with the parameter);
@@ -215,7 +218,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     w_mu = g_mu + t_mu * lt + n_mu * ln
     w_P = g_P + t_P * lt + n_P * ln
     if not (np.isfinite(w_mu).all() and np.isfinite(w_P).all() and np.isfinite(dpar)):
-        raise FloatingPointError("PL gradient: non-finite adjoint weights.")
+        raise NumericalError("PL gradient: non-finite adjoint weights.", "pl")
     WU = w_P[:, None] * U
     D = _blas.dgemm(1.0, U, WU, trans_a=1)                # U' W U
     D -= WU

@@ -37,13 +37,16 @@ bound is offered for it):
 import warnings
 
 import numpy as np
-from scipy.special import log_expit
+import scipy.optimize
+from scipy.linalg import blas, lapack
+from scipy.special import log_expit, log_ndtr
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import _vb
+from .._moments import mills
 from .._validation import check_integer, check_real
 from ..posterior import ExplicitPosterior, SitePosterior
-from ._base import InferenceResult, register, with_jitter
+from ._base import InferenceResult, NumericalError, register, with_jitter
 
 
 def jj_lambda(nu):
@@ -70,8 +73,10 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
 
     Parameters
     ----------
-    K : ndarray of shape (n, n), Fortran float64 (see :func:`gpc.infer`)
-    y : ndarray of shape (n,), labels in {-1, +1}
+    K : ndarray of shape (n, n)
+        Prior covariance, Fortran-ordered float64 (see :func:`gpc.infer`).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
     likelihood : Likelihood
         The logit (Jaakkola-Jordan bound) or the probit (the curvature bound
         ``log Phi(z) >= log Phi(nu) + r(nu)(z - nu) - (z - nu)^2 / 2``, looser: its
@@ -211,18 +216,18 @@ def _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, conver
                       f"(max_iter={max_iter}); the bound is below its maximum and its "
                       "gradient approximate.", ConvergenceWarning, stacklevel=4)
     if not np.isfinite(log_z):
-        raise FloatingPointError("vb: the lower bound is not finite.")
+        raise NumericalError("vb: the lower bound is not finite.", "vb")
     dK = None
     if compute_gradient:
         dK = np.outer(alpha, alpha)
         dK -= sW[:, None] * Binv * sW[None, :]
         dK *= 0.5
     return InferenceResult(
-        posterior=SitePosterior(alpha, sW, L), log_evidence=float(log_z), dK=dK,
+        posterior=SitePosterior(alpha, sW, L, marginal_mean=mean, marginal_var=var),
+        log_evidence=float(log_z), dK=dK,
         dlik=np.zeros(0) if compute_gradient else None, state={"nu": nu},
         info={"method": "vb", "likelihood": likelihood.name, "n_iter": n_iter,
-              "converged": bool(converged), "nu": nu, "jitter": jitter,
-              "mean": mean, "var": var})
+              "converged": bool(converged), "nu": nu, "jitter": jitter})
 
 
 def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
@@ -261,11 +266,6 @@ def _probit_bound(Binv, y, nu, half_logdet):
     """The probit's lower bound at the tangent points nu, with what the Newton
     step and the result need: ``bound``, ``u = y o mean - nu``, ``dr = 1 + r'(nu)``
     (in (0, 1]), ``mean = Sigma b``, ``alpha = K^{-1} mean``."""
-    from scipy.linalg import blas
-    from scipy.special import log_ndtr
-
-    from .._moments import mills
-
     r, shift = mills(nu)                              # r = N/Phi, shift = nu + r
     b = y * shift
     # B = I + K: alpha = K^{-1} Sigma b = B^{-1} b and mean = b - B^{-1} b, free of
@@ -286,8 +286,6 @@ def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
     ``I - D + D^{1/2} Y B^{-1} Y D^{1/2}``; halved until the bound does not fall,
     and replaced by the EM step ``nu <- y o E_q[f]`` (which cannot lower it) when
     halving fails.  Returns ``(nu, point, n_iter, converged)``."""
-    from scipy.linalg import lapack
-
     pt = evaluate(nu)
     for it in range(1, max_iter + 1):
         if np.max(np.abs(pt["u"]) / (1.0 + np.abs(nu + pt["u"])), initial=0.0) <= tol:
@@ -345,8 +343,6 @@ def _newton_matrix(Binv, sW, mean, x):
     ``I - J`` is handled through the symmetric ``A = I - sD M sD``
     (``sD = |D|^(1/2)``; positive definite near the solution, where the EM map is a
     contraction).  Returns ``(LA, M, sD)`` or None when A is not positive definite."""
-    from scipy.linalg import lapack
-
     n = x.shape[0]
     inv_sw = 1.0 / sW
     Sigma = Binv * -1.0
@@ -367,10 +363,6 @@ def _newton_matrix(Binv, sW, mean, x):
 def _chord_step(chord, x, fx):
     """``x + (I - J)^{-1} (F(x) - x)`` with a Newton matrix from this or an earlier
     iterate: ``dx = r + M (sD o A^{-1} (sD o r))``."""
-    from scipy.linalg import lapack
-
-    from scipy.linalg import blas
-
     LA, M, sD = chord
     r = fx - x
     z = lapack.dpotrs(LA, sD * r, lower=1)[0]
@@ -415,7 +407,7 @@ def _b_inverse(Linv):
     Binv = np.empty((n, n), order="F")
     info = _vb.b_inverse(Linv, Binv)
     if info != 0:
-        raise FloatingPointError(f"vb: forming B^-1 failed (LAPACK info {info}).")
+        raise NumericalError(f"vb: forming B^-1 failed (LAPACK info {info}).", "vb")
     return Binv
 
 
@@ -478,8 +470,6 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
     >>> bool(log_z > 2 * np.log(0.5))        # above the true log evidence
     True
     """
-    from scipy.optimize import minimize
-
     K = np.asarray(K, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n = y.shape[0]
@@ -494,11 +484,11 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
         return value, grad
 
     start = np.full(n, 0.5)
-    res = minimize(objective, start, jac=True, method="L-BFGS-B",
+    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
                    bounds=[(eps, 1.0 - eps)] * n,
                    options={"maxiter": int(max_iter), "ftol": 0.0, "gtol": tol})
     mu = res.x
     value = objective(mu)[0]
     if not np.isfinite(value):
-        raise FloatingPointError("vb: the upper bound is not finite.")
+        raise NumericalError("vb: the upper bound is not finite.", "vb")
     return float(value), ExplicitPosterior(mu * y, np.zeros((n, n))), mu
