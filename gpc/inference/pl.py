@@ -10,7 +10,7 @@ from scipy.sparse.linalg import LinearOperator, gmres
 from .. import _ep, _moments
 from ..likelihoods import LIK_GAUSSIAN
 from ._base import NumericalError, register
-from .ep import fit_sites
+from .sites import fit_sites
 
 
 @register("pl", max_iter_option="max_sweeps", workspace=True,

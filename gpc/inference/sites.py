@@ -1,0 +1,277 @@
+"""The site machinery shared by EP and posterior linearisation.
+
+Both methods fit Gaussian sites ``exp(nu_i f_i - tau_i f_i^2 / 2)`` by the same
+compiled loop (``gpc._ep.ep_run``), which differs only in how a site is refreshed
+from the current marginals (moment matching at the cavity for EP, statistical linear
+regression at the marginal for PL).  :func:`fit_sites` runs that loop from a list of
+starts until one converges, and turns the result into an :class:`InferenceResult`.
+"""
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+
+from .. import _ep
+from .._validation import NotPositiveDefiniteError, check_integer, check_real
+from ..posterior import SitePosterior
+from ._base import InferenceResult, NumericalError, with_jitter, workspace_array
+
+
+class Start(NamedTuple):
+    """Sites a run starts from, its initial damping and schedule."""
+    tau: np.ndarray
+    nu: np.ndarray
+    damping: float
+    from_prior: bool
+    parallel: bool
+
+
+class Fit(NamedTuple):
+    """A finished run: the kernel matrix it used (jitter included), the sites, the
+    factor, the marginals, B^{-1} (or an empty array) and ``ep_run``'s report."""
+    K: np.ndarray
+    tau: np.ndarray
+    nu: np.ndarray
+    L: np.ndarray
+    b: np.ndarray
+    S: np.ndarray
+    mu: np.ndarray
+    var: np.ndarray
+    Binv: np.ndarray
+    out: object
+
+
+def _checked_options(updates, order, damping, min_damping, tol, max_sweeps):
+    if updates not in ("auto", "sequential", "parallel"):
+        raise ValueError("updates must be 'auto', 'sequential' or 'parallel', got "
+                         f"{updates!r}.")
+    if order not in ("fixed", "random"):
+        raise ValueError(f"order must be 'fixed' or 'random', got {order!r}.")
+    damping = 1.0 if damping is None else damping
+    check_real(damping, "damping", 0.0, 1.0, low_open=True)
+    check_real(min_damping, "min_damping", 0.0, 1.0, low_open=True)
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_integer(max_sweeps, "max_sweeps", 1)
+    return float(damping), int(max_sweeps)
+
+
+def _starts(n, init, damping, updates):
+    """Starts tried in turn until a run converges: the warm start (if ``init`` holds
+    usable sites), then the prior; parallel runs from the prior are retried with the
+    damping starting at 1/2 and 1/4 of its value (it recovers while the residual
+    falls); "auto" then falls back to sequential sweeps from the prior."""
+    parallel = updates != "sequential"
+    prior = (np.zeros(n), np.zeros(n))
+    starts = [Start(*prior, damping, True, parallel)]
+    if parallel:
+        starts += [Start(*prior, f * damping, True, True) for f in (0.5, 0.25)]
+    if updates == "auto":
+        starts.append(Start(*prior, damping, True, False))
+    if init is not None and "tau" in init and "nu" in init:
+        t, v = np.asarray(init["tau"], float), np.asarray(init["nu"], float)
+        if t.shape == (n,) and v.shape == (n,) and np.isfinite(t).all() \
+                and np.isfinite(v).all():
+            starts.insert(0, Start(t, v, damping, False, parallel))
+    return starts
+
+
+def _orders(n, updates, order, random_state, max_sweeps):
+    """Site orders of the sequential sweeps (one row per sweep), by schedule."""
+    orders = {True: np.zeros((1, n), dtype=np.intc)}
+    if updates != "parallel":
+        if order == "fixed":
+            orders[False] = np.tile(np.arange(n, dtype=np.intc), (max_sweeps, 1))
+        else:
+            rng = check_random_state(random_state)
+            orders[False] = np.array([rng.permutation(n) for _ in range(max_sweeps)],
+                                     dtype=np.intc).reshape(max_sweeps, n)
+    return orders
+
+
+class _Runner:
+    """One call of the compiled loop from a start, with the options of a fit."""
+
+    def __init__(self, y, likelihood, rule, evidence_rule, orders, options,
+                 compute_gradient, name):
+        self.y, self.likelihood, self.rule, self.orders = y, likelihood, rule, orders
+        self.options, self.compute_gradient, self.name = (options, compute_gradient,
+                                                          name)
+        self.par, self.qx, self.qw = (
+            np.ascontiguousarray(a, dtype=np.float64)
+            for a in (likelihood.params, likelihood.quad_x, likelihood.quad_logw))
+        self.evq = (np.zeros(0), np.zeros(0)) if evidence_rule is None else tuple(
+            np.ascontiguousarray(a, dtype=np.float64) for a in evidence_rule)
+
+    def __call__(self, K, start, ws):
+        """A :class:`Fit` from ``start`` on K, or None when a factorisation failed
+        (the caller adds jitter); ``ws``: the workspace of n x n buffers, or None."""
+        n, grad = K.shape[0], self.compute_gradient
+        tau, nu = start.tau.copy(), start.nu.copy()
+        # Only L's lower triangle is ever written (its upper one stays zero).
+        L = workspace_array(ws, "L", (n, n))
+        b, S, mu, var = (np.empty(n) for _ in range(4))
+        # Holds L^{-1} and then B^{-1} (lower triangle), made into dK: all written.
+        Binv = workspace_array(ws, "Binv", (n, n) if grad else (0, 0))
+        scratch = None if ws is None else workspace_array(
+            ws, "scratch", (_ep.scratch_size(n, start.parallel, grad),))
+        damping, min_damping, tol, max_sweeps, accelerate = self.options
+        out = _ep.ep_run(K, self.y, self.likelihood.code, self.par, self.qx, self.qw,
+                         tau, nu, L, b, S, mu, var, start.parallel,
+                         self.orders[start.parallel], damping, min_damping, tol,
+                         max_sweeps, accelerate, Binv, self.rule, *self.evq,
+                         start.damping, scratch)
+        if out.status == _ep.STATUS_NOT_PD:
+            return None
+        if out.status == _ep.STATUS_NONFINITE:
+            raise NumericalError(f"{self.name}: a non-finite site parameter appeared "
+                                 "(the kernel matrix is probably badly scaled).",
+                                 self.name.lower())
+        return Fit(K, tau, nu, L, b, S, mu, var, Binv, out)
+
+
+def _best_run(K, starts, runner, workspace):
+    """``(fit, jitter, start, n_runs)`` of the run nearest a fixed point.
+
+    A warm start is only a guess: sites fitted to other hyperparameters can put the
+    marginals far into a likelihood's tail, from where the updates may run away
+    (PL's linearisation there has a vanishing slope but a finite offset).  Undamped
+    parallel updates can run away too where K is large and strongly correlated (the
+    site changes look small next to 1 but move every marginal far).  So when a run
+    fails or ends unconverged, the next start is tried, and of the runs made the one
+    nearest a fixed point (the smallest final residual, with a finite evidence) is
+    kept.  The ``workspace`` serves the first start (a later one, tried while an
+    earlier run is kept as the best so far, gets its own arrays)."""
+    def distance(run):
+        out = run[0].out
+        return (not np.isfinite(out.log_evidence), out.residual)
+
+    best, n_runs = None, 0
+    for k, start in enumerate(starts):
+        ws = workspace if k == 0 else None
+        try:
+            run = (*with_jitter(K, lambda Kj: runner(Kj, start, ws)), start)
+        except (FloatingPointError, NotPositiveDefiniteError):
+            if k == len(starts) - 1 and best is None:
+                raise
+            continue
+        n_runs += 1
+        if best is None or distance(run) < distance(best):
+            best = run                             # (only the best run's n x n kept)
+        out = run[0].out
+        del run
+        if out.converged and np.isfinite(out.log_evidence):
+            break
+    return (*best, n_runs)
+
+
+def _check_outcome(name, out, used, max_sweeps, compute_gradient):
+    """Refuse a non-finite evidence; warn of an unconverged run, of sites left out
+    of the evidence and of sites clipped in the last sweep."""
+    if not np.isfinite(out.log_evidence):
+        raise NumericalError(
+            f"{name}: the log evidence is not finite after {out.n_sweeps} sweeps "
+            f"({'converged' if out.converged else 'not converged'}); the posterior "
+            "has run into a region where the likelihood's moments underflow (try a "
+            "smaller kernel variance or more damping).", name.lower())
+    if not out.converged:
+        warnings.warn(f"{name} did not converge in {out.n_sweeps} sweeps (max_sweeps="
+                      f"{max_sweeps}, {used}); the evidence and its gradient are "
+                      "approximate.", ConvergenceWarning, stacklevel=5)
+    if out.n_improper_final:
+        what = ("an improper cavity" if name == "EP" else
+                "non-finite moments or an improper cavity (rounding)")
+        warnings.warn(f"{name}: {out.n_improper_final} site(s) have {what} at the "
+                      "end; they are left out of the log evidence.", RuntimeWarning,
+                      stacklevel=5)
+    if compute_gradient and out.n_clipped_last_sweep:
+        # A clipped site is not moment-matched, so the evidence is not stationary in
+        # it and (b b' - R)/2 misses its implicit term.
+        warnings.warn(f"{name}: {out.n_clipped_last_sweep} site(s) were clipped to "
+                      "zero precision in the last sweep (their negative precision "
+                      "would have made a cavity or the posterior improper); dK and "
+                      "dlik omit their implicit terms and are approximate.",
+                      RuntimeWarning, stacklevel=5)
+
+
+def _gradient(fit, y, n_par, gradient_terms, name):
+    """``(dK, dlik, exact)`` at the fit's sites: ``dK = (b b' - R) / 2`` made in
+    place of B^{-1}, plus the method's own terms."""
+    extra, dlik0, exact = None, fit.out.dlik0, True
+    if gradient_terms is not None:
+        # Method-specific terms, from B^{-1} before it becomes dK.
+        extra, dlik0, exact = gradient_terms(fit.K, y, fit.S, fit.b, fit.Binv, fit.mu,
+                                             fit.var)
+    dK = fit.Binv                        # B^{-1} from ep_run, made into dK in place
+    _ep.ep_dK(fit.S, fit.b, fit.out.Q, dK)
+    if extra is not None:
+        dK += extra
+    # The moments give d log Z_i / d par[0]: every likelihood has at most one
+    # parameter so far.
+    dlik = np.full(n_par, dlik0) if n_par else np.zeros(0)
+    if not np.isfinite(dlik).all():
+        raise NumericalError(f"{name}: the evidence's derivative with respect to the "
+                             "likelihood parameter is not finite.", name.lower())
+    return dK, dlik, exact
+
+
+def _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact):
+    out, used = fit.out, "parallel" if start.parallel else "sequential"
+    return {"method": name.lower(), "updates": used,
+            "sequential_fallback": updates == "auto" and used == "sequential",
+            "likelihood": likelihood.name,
+            "n_sweeps": out.n_sweeps, "n_linearised_sweeps": out.n_linearised,
+            "n_single_precision": out.n_single,
+            "warm_start_rejected": len(starts) > 1 and not starts[0].from_prior
+            and start.from_prior,
+            "n_runs": n_runs, "start_damping": start.damping,
+            "converged": bool(out.converged), "damping": out.damping,
+            "n_skipped": out.n_skipped, "n_clipped": out.n_clipped,
+            "n_nonfinite": out.n_nonfinite, "n_improper_final": out.n_improper_final,
+            "n_clipped_last_sweep": out.n_clipped_last_sweep,
+            "n_negative": int(np.count_nonzero(fit.tau < 0)),
+            "n_rejected": out.n_rejected,
+            "gradient_exact": bool(out.n_clipped_last_sweep == 0 and exact),
+            "jitter": jitter, "n_iter": out.n_sweeps}
+
+
+def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
+              updates, damping, min_damping, order, random_state, tol, max_sweeps,
+              accelerate, gradient_terms=None, workspace=None):
+    """The site fit of EP (``rule`` ``_ep.RULE_EXPECTATION_PROPAGATION``) or
+    posterior linearisation (``_ep.RULE_POSTERIOR_LINEARISATION``), as an
+    :class:`InferenceResult`.
+
+    ``evidence_rule`` is PL's Gauss-Hermite ``(x, logw)`` for its evidence
+    correction (None for EP).  ``gradient_terms(K, y, S, b, Binv, mu, var)``, if
+    given, returns ``(D, dlik0, exact)``: a matrix added to ``dK = (b b' - S B^{-1}
+    S) / 2`` (or None), the derivative with respect to the likelihood parameter and
+    whether they make the total derivative (Binv holds B^{-1} in its lower
+    triangle).  The other options are those of :func:`gpc.inference.ep.ep`."""
+    name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
+    damping, max_sweeps = _checked_options(updates, order, damping, min_damping, tol,
+                                           max_sweeps)
+    n = K.shape[0]
+    starts = _starts(n, init, damping, updates)
+    runner = _Runner(y, likelihood, rule, evidence_rule,
+                     _orders(n, updates, order, random_state, max_sweeps),
+                     (damping, float(min_damping), float(tol), max_sweeps,
+                      bool(accelerate)), compute_gradient, name)
+    fit, jitter, start, n_runs = _best_run(K, starts, runner, workspace)
+    _check_outcome(name, fit.out, "parallel" if start.parallel else "sequential",
+                   max_sweeps, compute_gradient)
+    dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
+                       if compute_gradient else (None, None, True))
+    Q = fit.out.Q
+    return InferenceResult(
+        posterior=SitePosterior(fit.b, fit.S, fit.L, Q if Q.shape[1] else None,
+                                marginal_mean=fit.mu, marginal_var=fit.var),
+        log_evidence=float(fit.out.log_evidence),
+        dK=dK,
+        dlik=dlik,
+        state={"tau": fit.tau, "nu": fit.nu},
+        info=_info(name, likelihood, fit, start, starts, n_runs, updates, jitter,
+                   exact),
+    )
