@@ -272,22 +272,9 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
 cdef enum:
     ROWS_KEPT_MAX = 64    # possibly weak sites whose rows of L are kept without L
 
-cdef bint _always_keep = False
-
-
-def always_keep_factor(bint flag):
-    """Make every factorisation keep L (``_keep_factor`` always True) or restore the
-    default; returns the previous setting.  For the tests, which check that the
-    shortcut changes nothing."""
-    global _always_keep
-    old = _always_keep
-    _always_keep = flag
-    return old
-
-
-
 cdef bint _keep_factor(bint accelerated, double change, double tol, const double* tau,
-                       const double* var_old, int n, unsigned char* rows) noexcept nogil:
+                       const double* var_old, int n, unsigned char* rows,
+                       bint always) noexcept nogil:
     """Whether the factorisation after a parallel step must keep L: unless the step
     was a chord step from a residual ``change`` above 100 sqrt(tol) (its
     factorisation is then almost surely not the last, whose L the result returns;
@@ -297,7 +284,7 @@ cdef bint _keep_factor(bint accelerated, double change, double tol, const double
     ``_marginal_variances``) are marked in ``rows``; a site that turns weak
     unmarked takes the O(n^2) path."""
     cdef int i, m = 0
-    if _always_keep or not accelerated or change <= 100.0 * sqrt(tol):
+    if always or not accelerated or change <= 100.0 * sqrt(tol):
         return True
     for i in range(n):
         rows[i] = tau[i] * var_old[i] <= 1e-4
@@ -1133,6 +1120,7 @@ cdef struct Run:
     double keep_single    # residual below which single precision is redone in double
     int max_sweeps
     bint accelerate
+    bint keep_factor      # every factorisation keeps L (see _keep_factor)
     # Progress.
     int status
     int sweep
@@ -1379,7 +1367,7 @@ cdef void _factorise_step(Run* r) noexcept nogil:
                                          r.t, r.n, &r.ng)
         else:
             r.l_kept = _keep_factor(r.accel_used, r.change, r.tol, r.tau, r.var_old,
-                                    r.n, r.rowmask)
+                                    r.n, r.rowmask, r.keep_factor)
             r.status = _factorise(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.t, r.n, &r.ng,
                                   r.l_kept, r.rowmask)
         if r.status == ST_OK:
@@ -1682,7 +1670,8 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
            const int[:, ::1] orders, double damping, double min_damping,
            double tol, int max_sweeps, bint accelerate, double[::1, :] Binv,
            int rule, const double[::1] evq_x, const double[::1] evq_logw,
-           double damping_start=-1.0, double[::1] scratch=None):
+           double damping_start=-1.0, double[::1] scratch=None,
+           bint keep_factor=False):
     """Run EP (``rule`` RULE_EP) or posterior linearisation (RULE_PL: sites by
     ``_slr`` at the marginals, log evidence by ``_pl_log_evidence`` with the
     Gauss-Hermite rule ``evq``) to convergence from the sites (tau, nu) given
@@ -1724,7 +1713,9 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     the residual falls.  ``scratch`` (optional): at least
     ``scratch_size(n, parallel, Binv.shape[0] > 0)`` doubles from which the n x n
     work buffers are carved (reused across calls, it saves their page faults);
-    without it they are allocated here.
+    without it they are allocated here.  ``keep_factor``: every factorisation
+    keeps L, which ``_keep_factor`` otherwise skips where it is not needed (for the
+    tests, which check that the shortcut changes nothing).
 
     On return L = chol(B), S = sqrt(max(tau, 0)), b = K^{-1} mu (the posterior-mean
     weights), mu and var the marginal means and variances at the final sites.
@@ -1760,6 +1751,7 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
     _model_init(&r.md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
     _run_options(&r, parallel, damping, min_damping, tol, max_sweeps, accelerate,
                  damping_start)
+    r.keep_factor = keep_factor
     size = scratch_size(n, parallel, want_binv)
     try:
         if _run_buffers(&r, &scratch[0] if scratch is not None
