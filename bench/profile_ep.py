@@ -1,24 +1,21 @@
 """Where a warm-started parallel EP evaluation spends its time (a diagnostic).
 
 The speed table of ``bench_ep.py`` gives the whole evaluation in units of one LAPACK
-Cholesky; this script splits it into its steps: the kernel matrix, each LAPACK call
-of the EP run (single-precision first factorisation, double-precision refactorisations,
-the chord models' ``slauum``, the final ``dlauum`` for B^{-1}), the O(n^2) passes
-between them, and the kernel contraction of dK.  The EP steps are timed inside the
-compiled loop, so it needs a build with timers: from the project root ::
+Cholesky; this script splits it into its steps: the kernel matrix, each step of the
+compiled EP loop (``gpc._ep.TIMER_STEPS``: the factorisations' LAPACK calls and the
+passes between them, the chord model and its linearised sweeps, B^{-1} for the
+gradient), and the kernel contraction of dK.  The EP steps are timed inside the
+compiled loop, so it needs a build with the meson option ``timers``: from the
+project root ::
 
-    git apply bench/ep_timers.patch && python -m pip install .
+    python -m pip install . -Csetup-args=-Dtimers=true
     cd bench && python profile_ep.py --n 2000 --write results/ep_profile.md
-    cd .. && git apply -R bench/ep_timers.patch && python -m pip install .
+    cd .. && python -m pip install .
 
-(an editable install rebuilds by itself on import).  The patch adds
-``gpc._ep.timers()``; it was last refreshed for ``src_c/_ep.pyx`` as of the
-session-14 review commit and may need refreshing after that file changes.  Same
-data, kernel, warm-start scenario (all length scales grow by 5% after a cold fit)
-and steps as
-``bench_ep.py``'s evaluation: the kernel matrix, the EP method as evidence
-maximisation calls it (``gpc.inference.get_method("ep")``: no input validation; a
-workspace kept across calls), the contraction (no finiteness passes).
+Same data, kernel, warm-start scenario (all length scales grow by 5% after a cold
+fit) and steps as ``bench_ep.py``'s evaluation: the kernel matrix, the EP method as
+evidence maximisation calls it (``gpc.inference.get_method("ep")``: no input
+validation; a workspace kept across calls), the contraction (no finiteness passes).
 """
 
 import argparse
@@ -34,23 +31,18 @@ from gpc.inference import get_method
 from gpc.kernels import contract
 from gpc.likelihoods import get_likelihood
 
-# The timers of ep_timers.patch, in the order of gpc._ep.timers() (nested ones last).
-STEPS = [("B = I + S K S formed (and t = K nu)", 0), ("dpotrf (double)", 1),
-         ("L copied for dtrtri (or the weak sites' rows)", 2), ("dtrtri (double)", 3),
-         ("negative sites' correction", 4),
-         ("single-precision factorisation (spotrf + strtri)", 5),
-         ("marginal means and variances", 6), ("log evidence", 7),
-         ("site proposals (outside the linearised sweeps)", 8),
-         ("chord model (slauum + scaling pass)", 9), ("linearised sweeps", 10),
-         ("dlauum for B^{-1} (gradient)", 11)]
-NESTED = [("  of which slauum", 12), ("  of which the scaling / squaring pass", 13),
-          ("  of which the means (marginals)", 14)]
+#: Steps counted as LAPACK calls in the summary line.
+LAPACK_STEPS = ("dpotrf (double)", "dtrtri (double)",
+                "single-precision factorisation (B formed, spotrf, strtri, L^{-1} "
+                "copied)", "chord model (slauum + scaling pass)",
+                "dlauum for B^{-1} (gradient)")
 
 
 def profile(n, repeat):
-    if not hasattr(_ep, "timers"):
-        raise SystemExit("gpc._ep has no timers(): apply bench/ep_timers.patch and "
-                         "reinstall first (see this script's docstring).")
+    try:
+        _ep.timers(reset=True)
+    except RuntimeError as exc:
+        raise SystemExit(f"{exc} (see this script's docstring).") from None
     X, y01 = make_data(n)
     y = 2.0 * y01 - 1.0
     kernel = _kernel()
@@ -62,7 +54,7 @@ def profile(n, repeat):
     cold = ep(K_cold, y, lik, updates="parallel")
     workspace = {}                            # kept across calls, as the objective does
     B_ref = np.eye(n) + 0.25 * K_cold           # bench_ep's reference matrix
-    total = np.zeros(16)
+    total = dict.fromkeys(_ep.TIMER_STEPS, 0.0)
     t_kernel = t_infer = t_contract = t_chol = 0.0
     for r in range(repeat + 1):               # the first round warms memory up
         # The unit, one dpotrf, is timed in every round too (the machine's speed
@@ -82,37 +74,38 @@ def profile(n, repeat):
         contract(moved, X, res.dK, K=K, check_finite=False)
         t3 = time.perf_counter()
         if r:
-            total += np.asarray(_ep.timers())
+            for name, seconds in _ep.timers().items():
+                total[name] += seconds
             t_kernel += t1 - t0
             t_infer += t2 - t1
             t_contract += t3 - t2
             t_chol += t_chol_r
     whole = (t_kernel + t_infer + t_contract) / t_chol
-    t_lapack = sum(total[i] for i in (1, 3, 5, 11, 12)) / t_chol
+    t_lapack = sum(total[name] for name in LAPACK_STEPS) / t_chol
     info = res.info
     head = (f"n = {n}: one warm evaluation, mean of {repeat}, in units of one dpotrf "
             f"({t_chol / repeat * 1e3:.1f} ms, timed between the runs); "
             f"{info['n_single_precision']} single- and "
             f"{info['n_sweeps'] + 1 - info['n_single_precision']} double-precision "
             f"factorisations, {info['n_linearised_sweeps']} linearised sweeps")
-    intro = ("`cd bench && python profile_ep.py` on a build with "
-             "`bench/ep_timers.patch` applied (timers around each step of the "
-             "compiled EP loop; see the script). Same data, kernel and warm start "
+    intro = ("`cd bench && python profile_ep.py` on a build with the meson option "
+             "`timers` (timers around each step of the compiled EP loop; see the "
+             "script). Same data, kernel and warm start "
              "as the EP speed table; means over the runs and their units, where "
              "that table takes the median of per-round ratios (the two differ by "
              "a few tenths: this machine's speed drifts).")
-    rest = t_infer - sum(total[i] for _, i in STEPS)
+    rest = t_infer - sum(total.values())
     lines = ["# Where a warm-started parallel EP evaluation spends its time", "",
              intro, "", machine_line(), "", head, "",
              "| step | Choleskys |", "|---|---|",
              f"| kernel matrix | {t_kernel / t_chol:.2f} |"]
-    lines += [f"| {name} | {total[i] / t_chol:.2f} |" for name, i in STEPS + NESTED]
+    lines += [f"| {name} | {seconds / t_chol:.2f} |" for name, seconds in total.items()]
     lines += [f"| rest of the EP call (sites and dK written) | "
               f"{rest / t_chol:.2f} |",
               f"| kernel contraction of dK | {t_contract / t_chol:.2f} |",
               f"| **whole evaluation** | **{whole:.2f}** |", "",
               f"LAPACK calls (dpotrf, dtrtri, the single-precision factorisation, "
-              f"slauum, dlauum): {t_lapack:.2f} Choleskys; everything else: "
+              f"the chord model, dlauum): {t_lapack:.2f} Choleskys; everything else: "
               f"{whole - t_lapack:.2f}."]
     return "\n".join(lines)
 

@@ -71,6 +71,78 @@ cdef extern from *:
     void* _big_alloc(size_t size) nogil
 
 
+cdef extern from *:
+    """
+    /* Step timers (meson option `timers`, see bench/profile_ep.py): gpc_tic() reads
+     * a monotonic clock and gpc_toc(k, t0) adds the time since t0 to step k.  The
+     * normal build compiles both to nothing. */
+    #define GPC_N_TIMERS 16
+    static double gpc_timer_sums[GPC_N_TIMERS];
+    #ifdef GPC_TIMERS
+    #include <time.h>
+    #define GPC_TIMERS_BUILT 1
+    static double gpc_tic(void)
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+    }
+    #define gpc_toc(k, t0) (gpc_timer_sums[(k)] += gpc_tic() - (t0))
+    #else
+    #define GPC_TIMERS_BUILT 0
+    #define gpc_tic() 0.0
+    #define gpc_toc(k, t0) ((void) (t0))
+    #endif
+    """
+    int GPC_N_TIMERS
+    int GPC_TIMERS_BUILT
+    double gpc_timer_sums[16]
+    double gpc_tic() nogil
+    void gpc_toc(int k, double t0) nogil
+
+
+cdef enum:
+    # The steps gpc_toc times, in the order of TIMER_STEPS.
+    T_FORM_B = 0
+    T_POTRF = 1
+    T_COPY_L = 2
+    T_TRTRI = 3
+    T_NEGATIVE = 4
+    T_SINGLE = 5
+    T_MARGINALS = 6
+    T_EVIDENCE = 7
+    T_PROPOSALS = 8
+    T_CHORD_MODEL = 9
+    T_LINEARISED = 10
+    T_BINV = 11
+    T_SEQUENTIAL = 12
+
+TIMER_STEPS = (
+    "B = I + S K S formed (and t = K nu)", "dpotrf (double)",
+    "L copied for dtrtri (or the weak sites' rows)", "dtrtri (double)",
+    "negative sites' correction",
+    "single-precision factorisation (B formed, spotrf, strtri, L^{-1} copied)",
+    "marginal means and variances", "log evidence",
+    "site proposals (outside the linearised sweeps)",
+    "chord model (slauum + scaling pass)", "linearised sweeps",
+    "dlauum for B^{-1} (gradient)", "sequential site updates (rank-one)")
+
+
+def timers(bint reset=False):
+    """Seconds spent in each step of TIMER_STEPS since the last reset, as a dict;
+    with ``reset``, set them to zero afterwards.  Only in a build with the meson
+    option ``timers`` (``pip install . -Csetup-args=-Dtimers=true``)."""
+    cdef int k
+    if not GPC_TIMERS_BUILT:
+        raise RuntimeError("gpc was built without timers: reinstall with "
+                           "pip install . -Csetup-args=-Dtimers=true")
+    out = {name: gpc_timer_sums[k] for k, name in enumerate(TIMER_STEPS)}
+    if reset:
+        for k in range(GPC_N_TIMERS):
+            gpc_timer_sums[k] = 0.0
+    return out
+
+
 cdef extern from "_passes.h" nogil:
     void gpc_site_matrix_symv(const double* K, const double* s, const double* x,
                               double* L, double* t, long n)
@@ -238,6 +310,7 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int i, j, info = 0
+    cdef double t0
     for i in range(n):
         S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
     if _no_positive_site(tau, n):
@@ -247,26 +320,41 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
                 L[i + j * n] = 1.0 if i == j else 0.0
                 Linv[i + j * n] = L[i + j * n]
         return _neg_factor(K, Linv, S, tau, n, ng)
+    t0 = gpc_tic()
     if keep_l:
         gpc_site_matrix_symv(K, S, nu, L, t, n)
+        gpc_toc(T_FORM_B, t0)
+        t0 = gpc_tic()
         if chol_lower(L, n) != 0:
             return ST_NOT_PD
+        gpc_toc(T_POTRF, t0)
+        t0 = gpc_tic()
         for j in range(n):
             for i in range(j, n):
                 Linv[i + j * n] = L[i + j * n]
     else:
         gpc_site_matrix_symv(K, S, nu, Linv, t, n)
+        gpc_toc(T_FORM_B, t0)
+        t0 = gpc_tic()
         if chol_lower(Linv, n) != 0:
             return ST_NOT_PD
+        gpc_toc(T_POTRF, t0)
+        t0 = gpc_tic()
         for i in range(n):
             if rows[i]:
                 for j in range(i):
                     L[i + j * n] = Linv[i + j * n]
             L[i + i * n] = Linv[i + i * n]
+    gpc_toc(T_COPY_L, t0)
+    t0 = gpc_tic()
     dtrtri(&uplo, &diag, &n, Linv, &n, &info)
+    gpc_toc(T_TRTRI, t0)
     if info != 0:
         return ST_NOT_PD
-    return _neg_factor(K, Linv, S, tau, n, ng)
+    t0 = gpc_tic()
+    info = _neg_factor(K, Linv, S, tau, n, ng)
+    gpc_toc(T_NEGATIVE, t0)
+    return info
 
 
 cdef enum:
@@ -1186,13 +1274,39 @@ class SiteRun:
 
 cdef void _marginals_at(Run* r, const unsigned char* rows) noexcept nogil:
     """Marginals (and b) from the last factorisation (see ``_marginals``)."""
+    cdef double t0 = gpc_tic()
     _marginals(r.K, NULL if r.single else r.L, r.Linv, r.S, r.nu, r.n, r.var, r.mu,
                r.b, r.t, r.w, r.idx, r.block, r.nb, r.Sigma, r.V, &r.ng, rows)
+    gpc_toc(T_MARGINALS, t0)
 
 
 cdef void _evidence(Run* r, const double[::1] y) noexcept nogil:
+    cdef double t0 = gpc_tic()
     r.logz = _log_evidence(&r.md, y, r.tau, r.nu, r.var, r.mu, r.L, r.ng.logdet, r.n,
                            &r.dlik0, &r.n_bad)
+    gpc_toc(T_EVIDENCE, t0)
+
+
+cdef int _single(Run* r) noexcept nogil:
+    """``_factorise_single`` at the run's sites (timed)."""
+    cdef double t0 = gpc_tic()
+    cdef int status = _factorise_single(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.M32,
+                                        r.t, r.n, &r.ng)
+    gpc_toc(T_SINGLE, t0)
+    return status
+
+
+cdef double _proposal(Run* r, const double[::1] y, bint clip) noexcept nogil:
+    """Every site's update from the current marginals into r.tnew, r.nnew (counted
+    in r.counts, reset first); returns the residual."""
+    cdef double t0 = gpc_tic(), change
+    r.counts[0] = 0
+    r.counts[1] = 0
+    r.counts[2] = 0
+    change = _propose(&r.md, y, r.tau, r.nu, r.var, r.mu, r.n, clip, r.tnew, r.nnew,
+                      r.counts)
+    gpc_toc(T_PROPOSALS, t0)
+    return change
 
 
 cdef int _factorise_double(Run* r) noexcept nogil:
@@ -1207,8 +1321,7 @@ cdef int _start(Run* r, const double[::1] y) noexcept nogil:
     make the posterior improper under this K are dropped."""
     cdef int i
     r.prior_start = _no_positive_site(r.tau, r.n)
-    r.single = r.M32 != NULL and _factorise_single(
-        r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.M32, r.t, r.n, &r.ng) == ST_OK
+    r.single = r.M32 != NULL and _single(r) == ST_OK
     r.l_kept = not r.single
     if r.single:
         r.status = ST_OK
@@ -1234,11 +1347,7 @@ cdef int _parallel_propose(Run* r, const double[::1] y) noexcept nogil:
     near convergence, at the last sweep or with a non-finite proposal it has been
     redone in double) or P_STOP (converged, out of sweeps, running away or failed,
     see r.status)."""
-    r.counts[0] = 0
-    r.counts[1] = 0
-    r.counts[2] = 0
-    r.change = _propose(&r.md, y, r.tau, r.nu, r.var, r.mu, r.n, False, r.tnew,
-                        r.nnew, r.counts)
+    r.change = _proposal(r, y, False)
     if r.single and not (isfinite(r.change) and r.change >= r.keep_single
                          and r.sweep < r.max_sweeps):
         r.status = _factorise_double(r)
@@ -1335,17 +1444,22 @@ cdef int _move_sites(Run* r, const double[::1] y) noexcept nogil:
     linearised sweeps for a chord step (shortened by r.chord_scale).  Returns ST_OK
     or ST_NOMEM."""
     cdef int i
+    cdef double t0
     for i in range(r.n):
         r.tau[i] = r.tau_old[i] + r.damping * (r.tnew[i] - r.tau_old[i])
         r.nu[i] = r.nu_old[i] + r.damping * (r.nnew[i] - r.nu_old[i])
     if not r.accel_used:
         return ST_OK
+    t0 = gpc_tic()
     if _linearisation(r.Linv, r.M32, r.S, r.n, &r.ng, r.prev_single) != ST_OK:
         return ST_NOMEM
+    gpc_toc(T_CHORD_MODEL, t0)
+    t0 = gpc_tic()
     r.n_inner += 1 + _linearised_sweeps(
         &r.md, y, r.tau, r.nu, r.tau_old, r.nu_old, r.M32, r.var, r.mu, r.n,
         r.damping, 0.01 * (r.tol if r.tol > r.change * r.change
                            else r.change * r.change), 49, r.sweeps_work)
+    gpc_toc(T_LINEARISED, t0)
     if r.chord_scale < 1.0:
         for i in range(r.n):
             r.tau[i] = r.tau_old[i] + r.chord_scale * (r.tau[i] - r.tau_old[i])
@@ -1363,8 +1477,7 @@ cdef void _factorise_step(Run* r) noexcept nogil:
         r.single = r.use_single and attempt == 0
         if r.single:
             r.l_kept = False
-            r.status = _factorise_single(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.M32,
-                                         r.t, r.n, &r.ng)
+            r.status = _single(r)
         else:
             r.l_kept = _keep_factor(r.accel_used, r.change, r.tol, r.tau, r.var_old,
                                     r.n, r.rowmask, r.keep_factor)
@@ -1398,11 +1511,7 @@ cdef int _retreat(Run* r, const double[::1] y) except -1 nogil:
         r.damping = max(r.damping * 0.5, r.min_damping)
     elif not r.clip:
         r.clip = True
-        r.counts[0] = 0
-        r.counts[1] = 0
-        r.counts[2] = 0
-        _propose(&r.md, y, r.tau, r.nu, r.var, r.mu, r.n, True, r.tnew, r.nnew,
-                 r.counts)
+        _proposal(r, y, True)
         r.n_clip += r.counts[1]
         r.n_clip_last = r.counts[1]
     else:
@@ -1535,6 +1644,7 @@ cdef int _sequential_run(Run* r, const double[::1] y,
     """Sequential EP: sweeps over the sites in ``orders[sweep]``, each followed by a
     fresh factorisation, until converged, out of sweeps or failed."""
     cdef int i, k, n_neg
+    cdef double t0
     while r.status == ST_OK and r.sweep < r.max_sweeps:
         memcpy(r.tau_old, r.tau, r.n * sizeof(double))
         memcpy(r.nu_old, r.nu, r.n * sizeof(double))
@@ -1542,10 +1652,12 @@ cdef int _sequential_run(Run* r, const double[::1] y,
         n_neg = 0
         for i in range(r.n):
             n_neg += r.tau[i] < 0.0
+        t0 = gpc_tic()
         for k in range(r.n):
             if k % SIGNAL_BLOCK == 0:    # O(n^2) per site
                 check_signals(&r.next_check)
             n_neg = _sequential_site(r, y, orders[r.sweep, k], n_neg)
+        gpc_toc(T_SEQUENTIAL, t0)
         r.sweep += 1
         r.n_clip_last = r.n_clip - r.n_clip_last
         if _sequential_refactorise(r, y):
@@ -1559,12 +1671,15 @@ cdef void _finish(Run* r, bint want_binv) noexcept nogil:
     L^{-T} L^{-1} from the last inverse factor when the caller wants it."""
     cdef char uplo = b'L'
     cdef int info = 0, n = r.n
+    cdef double t0
     if r.status == ST_OK and not r.l_kept:
         gpc_site_matrix_symv(r.K, r.S, r.nu, r.L, r.w, n)
         if chol_lower(r.L, n) != 0:
             r.status = ST_NOT_PD
+    t0 = gpc_tic()
     if r.status == ST_OK and want_binv:
         dlauum(&uplo, &n, r.Linv, &n, &info)
+    gpc_toc(T_BINV, t0)
 
 
 cdef void _run_options(Run* r, bint parallel, double damping, double min_damping,

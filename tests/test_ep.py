@@ -1046,3 +1046,17 @@ def test_auto_updates_fall_back_to_sequential_when_parallel_runs_fail(monkeypatc
     assert res.log_evidence == seq.log_evidence
     with pytest.raises(FloatingPointError):
         gpc.infer(K, y, method="ep", likelihood="probit", updates="parallel")
+
+
+def test_step_timers_only_in_a_timers_build():
+    # The meson option `timers` compiles the EP loop's step timers in; the normal
+    # build has none and says how to get them.
+    from gpc import _ep
+
+    try:
+        sums = _ep.timers()
+    except RuntimeError as exc:
+        assert "-Dtimers=true" in str(exc)
+    else:
+        assert list(sums) == list(_ep.TIMER_STEPS)
+        pytest.skip("a timers build")
