@@ -51,9 +51,8 @@ cdef extern from *:
     #if defined(__linux__)
     #include <sys/mman.h>
     #endif
-    /* An n x n scratch buffer, first written inside the run: with 4 KB pages that
-     * costs a page fault per 4 KB, a visible share of a warm evaluation at
-     * n = 2000.  Aligned to 2 MB and, on Linux, marked
+    /* An n x n scratch buffer, first written inside the run, where 4 KB pages
+     * would fault once per page: aligned to 2 MB and, on Linux, marked
      * for transparent huge pages (honoured where they are enabled, as NumPy does
      * for its large arrays).  Freed with free(); NULL when out of memory. */
     static void *_big_alloc(size_t size)
@@ -302,8 +301,8 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
     negative sites' correction in ng, and t = K nu (for ``_marginals``, summed in the
     pass that forms B).  Without ``keep_l`` only the diagonal of L and its rows i
     with ``rows[i]`` are written (for log|B| and the weak sites' variances): B is
-    factorised and inverted in Linv, which saves copying L (two 16 MB passes at
-    n = 2000) where the factor is not needed (see ``_keep_factor``).
+    factorised and inverted in Linv, which saves copying L (two passes over n x n
+    doubles) where the factor is not needed (see ``_keep_factor``).
     Without a positive site B = I: L and Linv are written as I (O(n^2) instead of
     two O(n^3) LAPACK calls on the identity).
     Returns ST_OK, ST_NOT_PD (B numerically singular), ST_IMPROPER or ST_NOMEM."""
