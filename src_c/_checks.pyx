@@ -1,6 +1,7 @@
 # Single-pass input checks on n x n matrices (they run on K before inference; the
 # NumPy equivalent makes several full passes and n x n temporaries), and which
-# build this is: BOUNDS_CHECKED, C_ASSERTS and the test hooks of the checked build.
+# build this is: BOUNDS_CHECKED, C_ASSERTS, PLAIN_C and the test hooks of the
+# checked build.
 
 from libc.math cimport fabs
 
@@ -9,8 +10,9 @@ from _blas cimport Tiles, tiles_next, tiles_start
 import numpy as np
 
 
-# Which build this is (src_c/meson.build, option `checks`): GPC_CHECKS is defined only
-# in the bounds-checked build, NDEBUG only when the C asserts are off.
+# Which build this is (src_c/meson.build, options `checks` and `simd`): GPC_CHECKS is
+# defined only in the bounds-checked build, NDEBUG only when the C asserts are off,
+# GPC_PLAIN only in the plain-C build.
 cdef extern from *:
     """
     #ifdef GPC_CHECKS
@@ -23,15 +25,24 @@ cdef extern from *:
     #else
     #define GPC_C_ASSERTS 1
     #endif
+    #ifdef GPC_PLAIN
+    #define GPC_PLAIN_C 1
+    #else
+    #define GPC_PLAIN_C 0
+    #endif
     """
     const int GPC_BOUNDS_CHECKED
     const int GPC_C_ASSERTS
+    const int GPC_PLAIN_C
 
 #: True in the bounds-checked build (``-Csetup-args=-Dchecks=true``): every compiled
 #: module indexes its memoryviews with boundscheck, initializedcheck and nonecheck on.
 BOUNDS_CHECKED = bool(GPC_BOUNDS_CHECKED)
 #: True when the compiled modules were built with C ``assert`` active (no NDEBUG).
 C_ASSERTS = bool(GPC_C_ASSERTS)
+#: True in the plain-C build (``-Csetup-args=-Dsimd=false``): the C headers' plain
+#: loops instead of their vector ones (src_c/_platform.h).
+PLAIN_C = bool(GPC_PLAIN_C)
 
 
 def _test_index_probe(Py_ssize_t n, Py_ssize_t i):

@@ -45,29 +45,8 @@ from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _e
 from _signals cimport SIGNAL_BLOCK, check_signals
 
 
-cdef extern from *:
-    """
-    #include <stdlib.h>
-    #if defined(__linux__)
-    #include <sys/mman.h>
-    #endif
-    /* An n x n scratch buffer, first written inside the run, where 4 KB pages
-     * would fault once per page: aligned to 2 MB and, on Linux, marked
-     * for transparent huge pages (honoured where they are enabled, as NumPy does
-     * for its large arrays).  Freed with free(); NULL when out of memory. */
-    static void *_big_alloc(size_t size)
-    {
-        void *p = NULL;
-        size_t align = size >= ((size_t) 1 << 21) ? (size_t) 1 << 21 : 64;
-        if (posix_memalign(&p, align, size ? size : 1) != 0)
-            return NULL;
-    #if defined(__linux__) && defined(MADV_HUGEPAGE)
-        (void) madvise(p, size, MADV_HUGEPAGE);
-    #endif
-        return p;
-    }
-    """
-    void* _big_alloc(size_t size) nogil
+cdef extern from "_platform.h":
+    void* gpc_big_alloc(size_t size) nogil
 
 
 cdef extern from *:
@@ -1713,7 +1692,7 @@ cdef int _run_buffers(Run* r, double* scratch, Py_ssize_t size, bint parallel,
     cdef int n = r.n
     cdef double* region = scratch
     if region == NULL:
-        region = r.owned = <double*> _big_alloc(<size_t> size * sizeof(double))
+        region = r.owned = <double*> gpc_big_alloc(<size_t> size * sizeof(double))
     r.work = <double*> malloc((17 + 2 * (2 * AA_MEMORY + 3)) * n * sizeof(double))
     r.nb = 128 if n > 128 else n
     r.block = <double*> malloc(n * r.nb * sizeof(double))

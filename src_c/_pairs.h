@@ -16,15 +16,14 @@
  * and needs M written out for a BLAS product).  The lower triangle is walked in
  * 64 x 64 tiles so that the transposed reads W_ji stay in cache; inside a tile four
  * rows are handled at a time with separate accumulators, and the coordinate loop,
- * of constant length, becomes SIMD code (an AVX2 clone is added on x86-64 with
- * glibc, as in _vexp.h).  The SIMD code uses the vector extension of GCC and
- * Clang; other compilers get the same sums in plain loops.
+ * of constant length, becomes SIMD code in vector types (GPC_VECTOR and
+ * GPC_CLONES in _platform.h); the plain build gets the same sums in plain loops.
  */
 #ifndef GPC_PAIRS_H
 #define GPC_PAIRS_H
 
 #include <math.h>
-#include "_vexp.h"   /* GPC_VEXP_CLONES: the target_clones attribute, or nothing */
+#include "_platform.h"
 
 #define GPC_PAIRS_TILE 64
 
@@ -44,22 +43,9 @@ static inline void gpc_neg_half_sqdist_rows(double *col, const double *Zf, long 
     }
 }
 
-/* -DGPC_PAIRS_PLAIN builds the plain loops (to test them with GCC). */
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(GPC_PAIRS_PLAIN)
+#ifdef GPC_VECTOR
 
-/* Four doubles, as GCC's and Clang's vector extension (SSE2 pairs of registers in
- * the default clone, one AVX2 register in the other). */
-typedef double gpc_v4 __attribute__((vector_size(32)));
-
-static inline __attribute__((always_inline)) gpc_v4
-gpc_v4_load(const double *p)
-{
-    gpc_v4 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline __attribute__((always_inline)) double
+GPC_ALWAYS_INLINE double
 gpc_pairs_body(const double *restrict W, const double *restrict K,
                const double *restrict Z, int n, const int NV, const int weighted,
                double *restrict g)
@@ -122,7 +108,7 @@ gpc_pairs_body(const double *restrict W, const double *restrict K,
 
 /* The instances for DP = 4, 8, 12, 16; returns the sum of the m_ij, or NAN for an
  * unsupported DP (the caller only passes those four). */
-GPC_VEXP_CLONES
+GPC_CLONES
 static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double *Z,
                                   int n, int dp, double *g)
 {
@@ -145,7 +131,7 @@ static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double
  * squared distances of one column of a stationary kernel matrix, formed from the
  * differences (no cancellation), eight rows at a time with the coordinates summed in
  * registers. */
-GPC_VEXP_CLONES
+GPC_CLONES
 static void gpc_neg_half_sqdist_col(double *restrict col, const double *restrict Zf,
                                     long n, int d, int j, int i0, int i1)
 {
@@ -168,7 +154,7 @@ static void gpc_neg_half_sqdist_col(double *restrict col, const double *restrict
     gpc_neg_half_sqdist_rows(col, Zf, n, d, j, i, i1);      /* the last < 8 rows */
 }
 
-#else   /* no vector extension: the same sums, plain loops (not tiled) */
+#else   /* the plain build: the same sums, plain loops (not tiled) */
 
 static double gpc_pair_sqdiff_sum(const double *W, const double *K, const double *Z,
                                   int n, int dp, double *g)
@@ -200,7 +186,7 @@ static void gpc_neg_half_sqdist_col(double *col, const double *Zf, long n, int d
 
 /* x[i] <- max(x[i], lo) for i < n (a loop of its own: inside gpc_scaled_exp's loop
  * the comparison stops GCC's vectorisation). */
-GPC_VEXP_CLONES
+GPC_CLONES
 static void gpc_clamp_below(double *restrict x, int n, double lo)
 {
     int i;
@@ -210,14 +196,14 @@ static void gpc_clamp_below(double *restrict x, int n, double lo)
 
 /* K[j, i] = K[i, j] for i0 <= i < i1, j0 <= j < j1, i > j (a tile of the lower
  * triangle mirrored to the upper one; n x n, column-major).  Full 4 x 4 blocks
- * strictly below the diagonal are transposed in registers (with GCC >= 12 or Clang),
- * the rest entry by entry. */
-GPC_VEXP_CLONES
+ * strictly below the diagonal are transposed in registers (GPC_VECTOR), the rest
+ * entry by entry. */
+GPC_CLONES
 static void gpc_mirror_tile(double *restrict K, long n, long i0, long i1, long j0,
                             long j1)
 {
     long i, j, jb = j0;
-#ifdef GPC_SHUFFLE
+#ifdef GPC_VECTOR
     for (; jb + 4 <= j1; jb += 4) {
         long ib = i0 > jb + 4 ? i0 : jb + 4;      /* blocks wholly below the diagonal */
         for (j = jb; j < jb + 4; j++)                 /* rows above the first block */

@@ -19,19 +19,13 @@
  * 2. The chord model's pass over the single-precision B^{-1} (gpc_model_pass): the
  * strictly lower triangle scaled to off-diagonal posterior covariances and/or
  * its squares written to the upper triangle, in 8 x 8 blocks whose transposition
- * stays in registers (GCC >= 12 or Clang vector extensions; other compilers get
- * the same values, more slowly, from plain loops).
+ * stays in registers (GPC_VECTOR in _platform.h; the plain build gets the same
+ * values, more slowly, from plain loops).
  */
 #ifndef GPC_PASSES_H
 #define GPC_PASSES_H
 
-#include "_vexp.h"   /* GPC_VEXP_CLONES: the target_clones attribute, or nothing */
-
-#if defined(__GNUC__) || defined(__clang__)
-#define GPC_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define GPC_ALWAYS_INLINE static inline
-#endif
+#include "_platform.h"
 
 /* The pass of gpc_site_matrix_symv(_f): B to L (F NULL) or to F (L NULL). */
 GPC_ALWAYS_INLINE void
@@ -75,7 +69,7 @@ gpc_site_matrix_symv_body(const double *restrict K, const double *restrict s,
 }
 
 /* B into L (n x n, double, lower triangle) and t = K x. */
-GPC_VEXP_CLONES
+GPC_CLONES
 static void gpc_site_matrix_symv(const double *restrict K, const double *restrict s,
                                  const double *restrict x, double *restrict L,
                                  double *restrict t, long n)
@@ -84,18 +78,13 @@ static void gpc_site_matrix_symv(const double *restrict K, const double *restric
 }
 
 /* B into F (n x n, single precision, lower triangle) and t = K x. */
-GPC_VEXP_CLONES
+GPC_CLONES
 static void gpc_site_matrix_symv_f(const double *restrict K, const double *restrict s,
                                    const double *restrict x, float *restrict F,
                                    double *restrict t, long n)
 {
     gpc_site_matrix_symv_body(K, s, x, (double *) 0, F, t, n);
 }
-
-#ifdef GPC_SHUFFLE
-typedef float gpc_v8f __attribute__((vector_size(32)));
-typedef int gpc_v8i __attribute__((vector_size(32)));
-#endif
 
 /* One entry of gpc_model_pass (the plain path, and the vector path's edges). */
 static inline void gpc_model_entry(float *M, const float *sf, const float *r, long n,
@@ -116,12 +105,12 @@ static inline void gpc_model_entry(float *M, const float *sf, const float *r, lo
  * M_ij <- -M_ij r_i r_j (r = 1 / s), set to 0 where sf_i sf_j < 1e-6 (sf = s: there
  * rounding would dominate); with ``square``, M_ji <- M_ij^2 (upper triangle) and the
  * diagonal zeroed. */
-GPC_VEXP_CLONES
+GPC_CLONES
 static void gpc_model_pass(float *restrict M, const float *restrict sf,
                            const float *restrict r, long n, int scale, int square)
 {
     long j0, i0, i, j, nb = n / 8 * 8;
-#ifdef GPC_SHUFFLE
+#ifdef GPC_VECTOR
     for (j0 = 0; j0 < nb; j0 += 8) {
         for (i0 = j0 + 8; i0 < nb; i0 += 8) {
             gpc_v8f ri, si, c[8], t[8], u[8];

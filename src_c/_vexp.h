@@ -3,8 +3,7 @@
  * The squared-exponential kernel matrix takes one exp per entry, and the C
  * library's exp is a scalar function call, which keeps the loop around it from
  * being vectorised.  This one is branch-free arithmetic, so GCC turns the loop into
- * SIMD code; on x86-64 with glibc a second clone is compiled for AVX2 and chosen at load
- * time (the default clone is plain SSE2, which every x86-64 has).
+ * SIMD code (with an AVX2 clone where _platform.h provides one).
  *
  * Method: x = k ln2 + r with k = round(x / ln2) (by the 1.5 * 2^52 rounding trick)
  * and |r| <= ln2 / 2 (Cody-Waite: ln2 split in a high part exact in k ln2_hi and a
@@ -20,28 +19,10 @@
 #define GPC_VEXP_H
 
 #include <stdint.h>
-#include <string.h>
-
-/* -DGPC_VEXP_CLONES= builds the plain clone alone (to test it on an AVX2 machine). */
-#ifndef GPC_VEXP_CLONES
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) \
-    && defined(__GLIBC__) && __GNUC__ >= 8
-#define GPC_VEXP_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define GPC_VEXP_CLONES
-#endif
-#endif
-
-/* GCC >= 12 and Clang have __builtin_shufflevector, with which _pairs.h and
- * _passes.h transpose small blocks in registers; -DGPC_PAIRS_PLAIN builds their
- * plain loops instead (to test them with GCC). */
-#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) \
-    && !defined(GPC_PAIRS_PLAIN)
-#define GPC_SHUFFLE 1
-#endif
+#include "_platform.h"
 
 /* x[i] <- scale * exp(x[i]) for i < n (x[i] in [-746, 710] or NaN). */
-GPC_VEXP_CLONES
+GPC_CLONES
 static void gpc_scaled_exp(double *restrict x, int n, double scale)
 {
     const double log2e = 1.4426950408889634;

@@ -27,10 +27,11 @@ def pytest_report_header(config):
     # The compiled modules exist only in an installed (or editable) build, so the
     # import above already fails for a bare source tree; say which copy is tested.
     # Which build: the normal one, or the bounds-checked one
-    # (-Csetup-args=-Dchecks=true).
+    # (-Csetup-args=-Dchecks=true); the vector or the plain C (-Dsimd=false).
     build = "bounds-checked" if _checks.BOUNDS_CHECKED else "normal"
+    c = "plain" if _checks.PLAIN_C else "vector"
     return (f"gpc {gpc.__version__} imported from {os.path.dirname(gpc.__file__)} "
-            f"({build} build, C asserts {'on' if _checks.C_ASSERTS else 'off'})")
+            f"({build} build, {c} C, C asserts {'on' if _checks.C_ASSERTS else 'off'})")
 
 
 @pytest.fixture

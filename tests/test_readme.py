@@ -34,13 +34,16 @@ def test_ci_runs_the_readme_test_command_on_both_builds():
     ci = Path(CI).read_text(encoding="utf-8")
     after = ci.split("# --- the README's test command ---\n")[1]
     assert after.strip() == command
-    # It runs pytest twice: once after the normal install, once after installing the
-    # bounds-checked build, whose option meson.options declares.
+    # It runs pytest twice: once after the normal install, once after installing a
+    # build whose options all differ from their defaults in meson.options (the
+    # bounds-checked build of the plain C).
     steps = [s.strip() for s in command.split("&&")]
     assert steps[0] == 'python -m pip install ".[test]"' and steps[1] == "pytest"
     assert steps[3] == "pytest" and len(steps) == 4
-    option = re.fullmatch(r"python -m pip install \. -Csetup-args=-D(\w+)=true",
-                          steps[2]).group(1)
-    declared = re.findall(r"option\('(\w+)', type: 'boolean', value: false",
-                          Path(OPTIONS).read_text(encoding="utf-8"))
-    assert option in declared
+    install, *args = steps[2].split(" -Csetup-args=")
+    assert install == "python -m pip install ."
+    chosen = dict(re.fullmatch(r"-D(\w+)=(true|false)", a).groups() for a in args)
+    declared = dict(re.findall(r"option\('(\w+)', type: 'boolean', value: (true|false)",
+                               Path(OPTIONS).read_text(encoding="utf-8")))
+    assert set(chosen) == {"checks", "simd"}
+    assert all(declared[name] != value for name, value in chosen.items())
