@@ -2,8 +2,8 @@
 
 The speed table of ``bench_ep.py`` gives the whole evaluation in units of one LAPACK
 Cholesky; this script splits it into its steps: the kernel matrix, each step of the
-compiled EP loop (``gpc._ep.TIMER_STEPS``: the factorisations' LAPACK calls and the
-passes between them, the chord model and its linearised sweeps, B^{-1} for the
+compiled EP loop (``gpc._site_loop.TIMER_STEPS``: the factorisations' LAPACK calls
+and the passes between them, the chord model and its linearised sweeps, B^{-1} for the
 gradient), and the kernel contraction of dK.  The EP steps are timed inside the
 compiled loop, so it needs a build with the meson option ``timers``: from the
 project root ::
@@ -26,7 +26,7 @@ from _common import machine_line, make_data, publish, settle
 from bench_ep import _kernel, _moved
 from scipy.linalg import lapack
 
-from gpc import _ep
+from gpc import _site_loop
 from gpc.inference import get_method
 from gpc.kernels import contract
 from gpc.likelihoods import get_likelihood
@@ -40,7 +40,7 @@ LAPACK_STEPS = ("dpotrf (double)", "dtrtri (double)",
 
 def profile(n, repeat):
     try:
-        _ep.timers(reset=True)
+        _site_loop.timers(reset=True)
     except RuntimeError as exc:
         raise SystemExit(f"{exc} (see this script's docstring).") from None
     X, y01 = make_data(n)
@@ -54,7 +54,7 @@ def profile(n, repeat):
     cold = ep(K_cold, y, lik, updates="parallel")
     workspace = {}                            # kept across calls, as the objective does
     B_ref = np.eye(n) + 0.25 * K_cold           # bench_ep's reference matrix
-    total = dict.fromkeys(_ep.TIMER_STEPS, 0.0)
+    total = dict.fromkeys(_site_loop.TIMER_STEPS, 0.0)
     t_kernel = t_infer = t_contract = t_chol = 0.0
     for r in range(repeat + 1):               # the first round warms memory up
         # The unit, one dpotrf, is timed in every round too (the machine's speed
@@ -65,7 +65,7 @@ def profile(n, repeat):
         lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
         t_chol_r = time.perf_counter() - t0
         settle()
-        _ep.timers(reset=True)
+        _site_loop.timers(reset=True)
         t0 = time.perf_counter()
         K = np.asfortranarray(moved(X))
         t1 = time.perf_counter()
@@ -74,7 +74,7 @@ def profile(n, repeat):
         contract(moved, X, res.dK, K=K, check_finite=False)
         t3 = time.perf_counter()
         if r:
-            for name, seconds in _ep.timers().items():
+            for name, seconds in _site_loop.timers().items():
                 total[name] += seconds
             t_kernel += t1 - t0
             t_infer += t2 - t1

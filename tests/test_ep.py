@@ -284,7 +284,7 @@ def test_marginal_variance_of_a_weak_site_among_strong_ones_is_exact():
     assert 1 <= weak.sum() < n
     err = np.abs(res.posterior.marginal_var - var) / var
     assert err[weak].max() < 1e-13
-    assert err.max() < 1e-9         # the others from 1 - (B^{-1})_ii (see _ep.pyx)
+    assert err.max() < 1e-9         # the others from 1 - (B^{-1})_ii (_site_loop.pyx)
 
 
 # --- 4. small n against the true evidence ---------------------------------------------
@@ -944,7 +944,7 @@ def test_chord_model_pass_matches_its_definition(n, scale, square):
     triangle becomes -M_ij / (s_i s_j) (0 where s_i s_j < 1e-6), its squares go to
     the upper triangle and the diagonal is zeroed.  Compared with the formula in
     double precision, for sizes with and without ragged 8 x 8 edges."""
-    from gpc import _ep
+    from gpc import _site_loop
 
     rng = np.random.default_rng(n)
     A = rng.standard_normal((n, n)).astype(np.float32)
@@ -952,7 +952,7 @@ def test_chord_model_pass_matches_its_definition(n, scale, square):
     S[::7] = 1e-5                       # pairs below the 1e-6 threshold
     S[3::11] = 0.0
     M = np.asfortranarray(A.copy())
-    _ep.model_pass(M, S, scale, square)
+    _site_loop.model_pass(M, S, scale, square)
     low = np.tril_indices(n, -1)
     A64 = A.astype(np.float64)
     expect = A64[low]
@@ -974,7 +974,7 @@ def test_factorisations_without_L_change_nothing(monkeypatch):
     5% change of the length scale (the evidence maximisation scenario) on data with
     a weak site among strong ones takes that path; the run must be bitwise the one
     that keeps L at every factorisation."""
-    from gpc import _ep
+    from gpc import _site_loop
 
     rng = np.random.RandomState(1)
     n, d = 800, 8
@@ -985,10 +985,10 @@ def test_factorisations_without_L_change_nothing(monkeypatch):
     lik = gpc.likelihoods.get_likelihood("probit")
     cold = ep(5.0 * np.exp(-0.5 * d2 / d), y, lik, updates="parallel")
     K = np.asfortranarray(5.0 * np.exp(-0.5 * d2 / (1.05 ** 2 * d)))
-    run = _ep.ep_run
+    run = _site_loop.run
     runs = []
     for keep in (False, True):
-        monkeypatch.setattr(_ep, "ep_run",
+        monkeypatch.setattr(_site_loop, "run",
                             lambda *args: run(*args, keep_factor=keep))
         runs.append(ep(K, y, lik, updates="parallel", init=cold.state))
     a, b = runs
@@ -1030,16 +1030,17 @@ def test_auto_updates_fall_back_to_sequential_when_parallel_runs_fail(monkeypatc
     K, y = _bench_problem()
     seq = gpc.infer(K, y, method="ep", likelihood="probit", updates="sequential")
     from gpc.inference import ep as ep_module
-    run = ep_module._ep.ep_run
+    run = ep_module._site_loop.run
     calls = []
 
     def failing_parallel(*args):
         calls.append(args[13])                     # the "parallel" flag
         if args[13]:
-            return ep_module._ep.SiteRun(status=ep_module._ep.STATUS_NONFINITE)
+            loop = ep_module._site_loop
+            return loop.SiteRun(status=loop.STATUS_NONFINITE)
         return run(*args)
 
-    monkeypatch.setattr(ep_module._ep, "ep_run", failing_parallel)
+    monkeypatch.setattr(ep_module._site_loop, "run", failing_parallel)
     res = gpc.infer(K, y, method="ep", likelihood="probit")
     assert calls == [True, True, True, False]
     assert res.info["updates"] == "sequential" and res.info["sequential_fallback"]
@@ -1051,12 +1052,12 @@ def test_auto_updates_fall_back_to_sequential_when_parallel_runs_fail(monkeypatc
 def test_step_timers_only_in_a_timers_build():
     # The meson option `timers` compiles the EP loop's step timers in; the normal
     # build has none and says how to get them.
-    from gpc import _ep
+    from gpc import _site_loop
 
     try:
-        sums = _ep.timers()
+        sums = _site_loop.timers()
     except RuntimeError as exc:
         assert "-Dtimers=true" in str(exc)
     else:
-        assert list(sums) == list(_ep.TIMER_STEPS)
+        assert list(sums) == list(_site_loop.TIMER_STEPS)
         pytest.skip("a timers build")

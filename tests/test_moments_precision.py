@@ -6,7 +6,7 @@ Every function that returns Gaussian moments of a likelihood is checked here:
 Step and the regression likelihoods Gaussian, Laplace and OneSidedExponential
 (``em_statistic`` too, several parameter values), ``Likelihood.derivatives``
 (log p and three f-derivatives) and posterior linearisation's
-statistical-linear-regression sites (``gpc._ep.pl_sites``), over
+statistical-linear-regression sites (``gpc._pl.pl_sites``), over
 
     m in {0, +-1e-3, +-1, +-10, +-100, +-1e3} plus three random values,
     v in {1e-12, 1e-8, 1e-4, 1, 1e4, 1e8, 1e12},   y = +-1,
@@ -40,7 +40,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from gpc import _ep
+from gpc import _pl
 from gpc.likelihoods import (
     Gaussian,
     Laplace,
@@ -529,7 +529,7 @@ def ref_slr_site(name, y, m, v):
 @pytest.mark.parametrize("name", list(CLASSIFICATION))
 def test_posterior_linearisation_sites_against_mpmath(name):
     lik = CLASSIFICATION[name][0]
-    tau, nu = _ep.pl_sites(lik.code, np.array(lik.params, dtype=float), lik.quad_x,
+    tau, nu = _pl.pl_sites(lik.code, np.array(lik.params, dtype=float), lik.quad_x,
                            lik.quad_logw, YS, MS, VS)
     assert np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))
     assert np.all(tau >= 0)

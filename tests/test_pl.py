@@ -359,7 +359,7 @@ def threshold_correction(eps, y, m, v, tau, nu):
     lik = gpc.likelihoods.get_likelihood(lik)
     arr = lambda a: np.array([float(a)])  # noqa: E731
     none = np.zeros(1)
-    g_mu, g_P, e_f, e_f2, dpar, c = gpc._ep.pl_correction_gradients(
+    g_mu, g_P, e_f, e_f2, dpar, c = gpc._pl.pl_correction_gradients(
         lik.code, np.asarray(lik.params, float), np.asarray(lik.quad_x, float),
         np.asarray(lik.quad_logw, float), none, none, arr(y), arr(m), arr(v),
         arr(tau), arr(nu))

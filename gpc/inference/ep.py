@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.linalg import lapack
 
-from .. import _ep
+from .. import _site_loop
 from ._base import register
 from .sites import fit_sites
 
@@ -22,7 +22,7 @@ def _posterior_dK(posterior, info):
     if status != 0:
         return None
     Q = posterior.Q if posterior.Q is not None else np.zeros((n, 0), order="F")
-    _ep.ep_dK(posterior.sW, posterior.alpha, np.asfortranarray(Q), Binv)
+    _site_loop.evidence_dK(posterior.sW, posterior.alpha, np.asfortranarray(Q), Binv)
     return Binv
 
 
@@ -154,7 +154,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
     inference.  Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian Processes
     for Machine Learning, sections 3.6 and 5.5.2.
     """
-    return fit_sites(K, y, likelihood, _ep.RULE_EXPECTATION_PROPAGATION, None,
+    return fit_sites(K, y, likelihood, _site_loop.RULE_EXPECTATION_PROPAGATION, None,
                      init=init, compute_gradient=compute_gradient, updates=updates,
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,

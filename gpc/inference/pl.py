@@ -7,7 +7,7 @@ import numpy as np
 from scipy.linalg import blas as _blas
 from scipy.sparse.linalg import LinearOperator, gmres
 
-from .. import _ep, _moments
+from .. import _moments, _pl, _site_loop
 from ..likelihoods import LIK_GAUSSIAN
 from ._base import NumericalError, register
 from .sites import fit_sites
@@ -121,9 +121,9 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
         return _total_derivative_terms(Kj, yv, likelihood, evidence_rule, S, b, Binv,
                                        mu, var)
 
-    return fit_sites(K, y, likelihood, _ep.RULE_POSTERIOR_LINEARISATION, evidence_rule,
-                     init=init, compute_gradient=compute_gradient, updates=updates,
-                     damping=damping, min_damping=min_damping, order=order,
+    return fit_sites(K, y, likelihood, _site_loop.RULE_POSTERIOR_LINEARISATION,
+                     evidence_rule, init=init, compute_gradient=compute_gradient,
+                     updates=updates, damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
                      accelerate=accelerate, gradient_terms=gradient_terms,
                      workspace=workspace)
@@ -159,7 +159,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
     qx, qw = likelihood.quad_x, likelihood.quad_logw
     tau = S * S                           # the sites; nu = (K^{-1} + T) mu below
-    g_mu, g_P, e_f, e_f2, dpar, _ = _ep.pl_correction_gradients(
+    g_mu, g_P, e_f, e_f2, dpar, _ = _pl.pl_correction_gradients(
         likelihood.code, par, qx, qw, ex, elogw, y, mu, var, tau, b + tau * mu)
     U = _blas.dsymm(1.0, K, R, side=0, lower=0)          # K R
     Sigma = K - _blas.dgemm(1.0, U, K)                    # K - K R K
@@ -168,7 +168,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     # F': the sites' derivatives with respect to the marginal mean and variance
     # (and the likelihood parameter).
     def sites(m, v, p=par):
-        return _ep.pl_sites(likelihood.code, p, qx, qw, y, m, v)
+        return _pl.pl_sites(likelihood.code, p, qx, qw, y, m, v)
 
     hm = 1e-5 * np.sqrt(var)
     hv = 1e-5 * var

@@ -1,7 +1,7 @@
 """The site machinery shared by EP and posterior linearisation.
 
 Both methods fit Gaussian sites ``exp(nu_i f_i - tau_i f_i^2 / 2)`` by the same
-compiled loop (``gpc._ep.ep_run``), which differs only in how a site is refreshed
+compiled loop (``gpc._site_loop.run``), which differs only in how a site is refreshed
 from the current marginals (moment matching at the cavity for EP, statistical linear
 regression at the marginal for PL).  :func:`fit_sites` runs that loop from a list of
 starts until one converges, and turns the result into an :class:`InferenceResult`.
@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .. import _ep
+from .. import _site_loop
 from .._validation import NotPositiveDefiniteError, check_integer, check_real
 from ..posterior import SitePosterior
 from ._base import InferenceResult, NumericalError, with_jitter, workspace_array
@@ -31,7 +31,7 @@ class Start(NamedTuple):
 
 class Fit(NamedTuple):
     """A finished run: the kernel matrix it used (jitter included), the sites, the
-    factor, the marginals, B^{-1} (or an empty array) and ``ep_run``'s report."""
+    factor, the marginals, B^{-1} (or an empty array) and ``run``'s report."""
     K: np.ndarray
     tau: np.ndarray
     nu: np.ndarray
@@ -116,16 +116,16 @@ class _Runner:
         # Holds L^{-1} and then B^{-1} (lower triangle), made into dK: all written.
         Binv = workspace_array(ws, "Binv", (n, n) if grad else (0, 0))
         scratch = None if ws is None else workspace_array(
-            ws, "scratch", (_ep.scratch_size(n, start.parallel, grad),))
+            ws, "scratch", (_site_loop.scratch_size(n, start.parallel, grad),))
         damping, min_damping, tol, max_sweeps, accelerate = self.options
-        out = _ep.ep_run(K, self.y, self.likelihood.code, self.par, self.qx, self.qw,
-                         tau, nu, L, b, S, mu, var, start.parallel,
-                         self.orders[start.parallel], damping, min_damping, tol,
-                         max_sweeps, accelerate, Binv, self.rule, *self.evq,
-                         start.damping, scratch)
-        if out.status == _ep.STATUS_NOT_PD:
+        out = _site_loop.run(K, self.y, self.likelihood.code, self.par, self.qx,
+                             self.qw, tau, nu, L, b, S, mu, var, start.parallel,
+                             self.orders[start.parallel], damping, min_damping, tol,
+                             max_sweeps, accelerate, Binv, self.rule, *self.evq,
+                             start.damping, scratch)
+        if out.status == _site_loop.STATUS_NOT_PD:
             return None
-        if out.status == _ep.STATUS_NONFINITE:
+        if out.status == _site_loop.STATUS_NONFINITE:
             raise NumericalError(f"{self.name}: a non-finite site parameter appeared "
                                  "(the kernel matrix is probably badly scaled).",
                                  self.name.lower())
@@ -204,8 +204,8 @@ def _gradient(fit, y, n_par, gradient_terms, name):
         # Method-specific terms, from B^{-1} before it becomes dK.
         extra, dlik0, exact = gradient_terms(fit.K, y, fit.S, fit.b, fit.Binv, fit.mu,
                                              fit.var)
-    dK = fit.Binv                        # B^{-1} from ep_run, made into dK in place
-    _ep.ep_dK(fit.S, fit.b, fit.out.Q, dK)
+    dK = fit.Binv                        # B^{-1} from the run, made into dK in place
+    _site_loop.evidence_dK(fit.S, fit.b, fit.out.Q, dK)
     if extra is not None:
         dK += extra
     # The moments give d log Z_i / d par[0]: every likelihood has at most one
@@ -240,8 +240,8 @@ def _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact):
 def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               updates, damping, min_damping, order, random_state, tol, max_sweeps,
               accelerate, gradient_terms=None, workspace=None):
-    """The site fit of EP (``rule`` ``_ep.RULE_EXPECTATION_PROPAGATION``) or
-    posterior linearisation (``_ep.RULE_POSTERIOR_LINEARISATION``), as an
+    """The site fit of EP (``rule`` ``_site_loop.RULE_EXPECTATION_PROPAGATION``) or
+    posterior linearisation (``_site_loop.RULE_POSTERIOR_LINEARISATION``), as an
     :class:`InferenceResult`.
 
     ``evidence_rule`` is PL's Gauss-Hermite ``(x, logw)`` for its evidence
@@ -250,7 +250,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     S) / 2`` (or None), the derivative with respect to the likelihood parameter and
     whether they make the total derivative (Binv holds B^{-1} in its lower
     triangle).  The other options are those of :func:`gpc.inference.ep.ep`."""
-    name = "EP" if rule == _ep.RULE_EXPECTATION_PROPAGATION else "PL"
+    name = "EP" if rule == _site_loop.RULE_EXPECTATION_PROPAGATION else "PL"
     damping, max_sweeps = _checked_options(updates, order, damping, min_damping, tol,
                                            max_sweeps)
     n = K.shape[0]

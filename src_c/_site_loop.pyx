@@ -1,4 +1,9 @@
-# Expectation propagation for GP classification (R&W ch. 3.6, Alg. 3.5 and 5.2).
+# Gaussian sites fitted to a GP classifier's likelihood: the loop shared by
+# expectation propagation (R&W ch. 3.6, Alg. 3.5 and 5.2) and posterior linearisation.
+# The two differ only in how one site is refitted and in their evidence, which come
+# from _site_rules.pxd; everything here (the factorisations, marginals, parallel
+# steps with their chord-Newton acceleration, sequential sweeps, the evidence
+# gradient) serves both.
 #
 # Sites t_i(f_i) = exp(nu_i f_i - tau_i f_i^2 / 2) (natural parameters).  The posterior
 # is N(mu, Sigma) with Sigma = (K^{-1} + T)^{-1}, mu = Sigma nu.  K is never inverted.
@@ -42,6 +47,8 @@ from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
                    scale_site_inverse, symv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
+from _site_rules cimport (Model, RULE_EP, RULE_PL, _log_evidence, _model_init,
+                          _site_update)
 from _signals cimport SIGNAL_BLOCK, check_signals
 
 
@@ -130,6 +137,10 @@ cdef extern from "_passes.h" nogil:
                         int square)
 
 
+RULE_EXPECTATION_PROPAGATION = RULE_EP
+RULE_POSTERIOR_LINEARISATION = RULE_PL
+
+
 cdef enum:
     ST_OK = 0
     ST_NOT_PD = 1
@@ -153,23 +164,6 @@ cdef struct Neg:
     double* Q       # n x cap: P s Lc^{-T}
     double* C       # cap x cap: Lc
     double logdet   # log |C| / 2
-
-
-cdef enum:
-    RULE_EP = 0         # sites by moment matching at the cavity (EP)
-    RULE_PL = 1         # sites by statistical linear regression at the marginal (PL)
-
-RULE_EXPECTATION_PROPAGATION = RULE_EP
-RULE_POSTERIOR_LINEARISATION = RULE_PL
-
-
-cdef struct Model:
-    # The likelihood and how sites are fitted to it.
-    int lik             # LIK_* code
-    const double* par   # its parameters (or NULL)
-    const Quad* quad    # its quadrature rule (logit moments)
-    int rule            # RULE_EP or RULE_PL
-    const Quad* evq     # PL: the Gauss-Hermite rule of the evidence correction
 
 
 cdef int _neg_init(Neg* ng, int n) noexcept nogil:
@@ -344,7 +338,7 @@ cdef bint _keep_factor(bint accelerated, double change, double tol, const double
     """Whether the factorisation after a parallel step must keep L: unless the step
     was a chord step from a residual ``change`` above 100 sqrt(tol) (its
     factorisation is then almost surely not the last, whose L the result returns;
-    if it is, ``ep_run`` refactorises: once per run at most) and at most
+    if it is, ``run`` refactorises: once per run at most) and at most
     ROWS_KEPT_MAX sites may be weak.  Those (tau_i var_i <= 1e-4 at the last
     marginals, ten times the weak sites' bound: their variances use L's rows, see
     ``_marginal_variances``) are marked in ``rows``; a site that turns weak
@@ -362,7 +356,7 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
                            double* S, double* L, double* Linv, float* F, double* t,
                            int n, Neg* ng) noexcept nogil:
     """``_factorise`` in single precision, for a factorisation whose marginals only
-    steer the next step (see ``ep_run``): B = I + S K S, its Cholesky factor and
+    steer the next step (see ``run``): B = I + S K S, its Cholesky factor and
     L^{-1} computed in F (n x n, where L^{-1} stays for ``_linearisation``) with
     spotrf and strtri, then L^{-1} copied to Linv and diag(L) to L (for log|B|) in
     double; the rest of L is not written.  t = K nu as in ``_factorise`` (in
@@ -568,90 +562,6 @@ cdef void _marginals(const double* K, const double* L, const double* Linv,
         dgemv(&tr, &n, &m, &pone, ng.W, &n, <double*> nu, &one, &zero, t, &one)
         dgemv(&notr, &n, &m, &pone, ng.W, &n, t, &one, &pone, mu, &one)
         dgemv(&notr, &n, &m, &pone, ng.Q, &n, t, &one, &pone, bvec, &one)
-
-
-cdef inline bint _slr(const Model* md, double yi, double v, double m, double* tau,
-                      double* nu, double* dpos, double* dneg, double* x) noexcept nogil:
-    """Posterior linearisation's site at the marginal N(f; m, v): the statistical
-    linear regression y ~ A f + b + e, e ~ N(0, Omega), of the label on f, as the
-    Gaussian site tau = A^2 / Omega, nu = A (y - b) / Omega.
-
-    Labels +-1 (conditional mean E[y|f] = 2 p(+1|f) - 1, variance 1 - E[y|f]^2):
-    with Z_s = E[p(s|f)] and d_s = d log Z_s / dm (the moments EP uses) for s = y and
-    -y, and x = -v d_y d_{-y} in [0, 1):  A = 2 y Z_y d_y,  y - b = 2 y Z_{-y}
-    (1 - m d_{-y}),  Omega = 4 Z_y Z_{-y} (1 - x) (the regression error: positive), so
-
-        tau = -d_y d_{-y} / (1 - x),   nu = d_y (1 - m d_{-y}) / (1 - x),
-
-    which involve no difference of nearly equal numbers and no division by a
-    vanishing Z or d.  Also returns dpos = d_y and dneg = d_{-y} (for the
-    evidence).  The Gaussian likelihood (conditional mean f, variance s2) gives
-    A = 1, b = 0, Omega = s2: the exact site.  Returns False where the moments are
-    not finite."""
-    cdef double lzy, lzn, dy, dn, d2, dpar
-    if md.lik == LIK_GAUSSIAN:
-        tau[0] = 1.0 / md.par[0]
-        nu[0] = yi / md.par[0]
-        dpos[0] = 0.0
-        dneg[0] = 0.0
-        x[0] = 0.0
-        return True
-    lik_gauss_moments(md.lik, yi, m, v, md.par, md.quad, &lzy, &dy, &d2, &dpar)
-    lik_gauss_moments(md.lik, -yi, m, v, md.par, md.quad, &lzn, &dn, &d2, &dpar)
-    x[0] = -v * dy * dn
-    if not (isfinite(lzy) and isfinite(lzn) and isfinite(dy) and isfinite(dn)
-            and 0.0 <= x[0] < 1.0):
-        return False
-    tau[0] = -dy * dn / (1.0 - x[0])
-    nu[0] = dy * (1.0 - m * dn) / (1.0 - x[0])
-    dpos[0] = dy
-    dneg[0] = dn
-    return True
-
-
-cdef inline void _site_update(const Model* md, double yi, double tau_i,
-                              double nu_i, double var_i, double mu_i, double damping,
-                              bint clip, double* tau_new, double* nu_new,
-                              int* flags) noexcept nogil:
-    """One EP site update from the marginal (var_i, mu_i).  flags: bit 0 = skipped
-    (improper cavity), bit 1 = clipped (tilted variance rounded to <= 0, or, with
-    ``clip``, a negative site precision), bit 2 = non-finite moments (skipped)."""
-    cdef double tau_cav = 1.0 / var_i - tau_i
-    cdef double nu_cav = mu_i / var_i - nu_i
-    cdef double v_cav, m_cav, logZ, d1, d2, dpar, denom, t_new, n_new
-    flags[0] = 0
-    if md.rule == RULE_PL:
-        if not _slr(md, yi, var_i, mu_i, &t_new, &n_new, &d1, &d2, &dpar):
-            tau_new[0] = tau_i
-            nu_new[0] = nu_i
-            flags[0] = 4
-            return
-        tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
-        nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
-        return
-    if not (tau_cav > 0.0) or not isfinite(tau_cav):
-        tau_new[0] = tau_i
-        nu_new[0] = nu_i
-        flags[0] = 1
-        return
-    v_cav = 1.0 / tau_cav
-    m_cav = nu_cav * v_cav
-    lik_gauss_moments(md.lik, yi, m_cav, v_cav, md.par, md.quad, &logZ, &d1, &d2, &dpar)
-    if not (isfinite(d1) and isfinite(d2)):
-        tau_new[0] = tau_i
-        nu_new[0] = nu_i
-        flags[0] = 4
-        return
-    denom = 1.0 + d2 * v_cav
-    if denom > 0.0 and (d2 <= 0.0 or not clip):
-        t_new = -d2 / denom
-        n_new = (d1 - m_cav * d2) / denom
-    else:
-        t_new = 0.0
-        n_new = d1
-        flags[0] = 2
-    tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
-    nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
 
 
 cdef double _propose(const Model* md, const double[::1] y, const double* tau,
@@ -906,192 +816,6 @@ cdef int _linearised_sweeps(const Model* md, const double[::1] y, double* tau,
     return max_inner
 
 
-cdef double _log_evidence(const Model* md, const double[::1] y, const double* tau,
-                          const double* nu, const double* var, const double* mu,
-                          const double* L, double logdet_c, int n, double* dlik,
-                          int* n_bad) noexcept nogil:
-    """EP log evidence at the current sites (GPML's arrangement of R&W eq. 3.65,
-    zero prior mean; log|I + K T|/2 = sum log L_ii + logdet_c with the negative
-    sites) and d log Z_EP / d par[0] = sum_i d log Z_i / d par[0] at the
-    cavities (exact at a fixed point).  Sites with an improper cavity are left out
-    and counted in n_bad."""
-    cdef int i
-    cdef double tau_cav, nu_cav, logZ, d1, d2, dpar, total = 0.0, nu_mu = 0.0
-    dlik[0] = 0.0
-    n_bad[0] = 0
-    if md.rule == RULE_PL:
-        return _pl_log_evidence(md, y, tau, nu, var, mu, L, n, n_bad)
-    for i in range(n):
-        total -= log(L[i + i * n])
-        nu_mu += nu[i] * mu[i]
-        tau_cav = 1.0 / var[i] - tau[i]
-        nu_cav = mu[i] / var[i] - nu[i]
-        if not (tau_cav > 0.0):
-            n_bad[0] += 1
-            continue
-        lik_gauss_moments(md.lik, y[i], nu_cav / tau_cav, 1.0 / tau_cav, md.par,
-                          md.quad, &logZ, &d1, &d2, &dpar)
-        dlik[0] += dpar
-        total += logZ
-        total += 0.5 * nu_cav * (tau[i] / tau_cav * nu_cav - 2.0 * nu[i]) / (tau[i] + tau_cav)
-        total -= 0.5 * nu[i] * nu[i] / (tau_cav + tau[i])
-        total += 0.5 * log(1.0 + tau[i] / tau_cav)
-    return total + 0.5 * nu_mu - logdet_c
-
-
-cdef double _pl_correction(const Model* md, double yi, double m, double v, double tau,
-                           double nu, double* sums) noexcept nogil:
-    """log E[p(y | f) exp(e(f))] under the marginal N(f; m, v), e(f) = tau f^2 / 2 -
-    nu f with the label's site (tau, nu): the per-label term of posterior
-    linearisation's evidence (see ``_pl_log_evidence``).  By the rule md.evq,
-    log sum_k w_k p(y | f_k) exp(e(f_k)) with f_k = m + sqrt(v) x_k; in closed form
-    for the step and the noisy threshold (``_pl_correction_threshold``), whose
-    step-shaped integrand makes a rule's sum jump whenever a node crosses f = 0.
-
-    With ``sums`` (5 doubles) and pi_k the normalised terms, also the derivatives
-    with the site held fixed, h'(f) = d log p / df + tau f - nu being the derivative
-    of the log term in f: sums = (dc/dm = sum_k pi_k h'(f_k), dc/dv = sum_k pi_k
-    h'(f_k) x_k / (2 sqrt(v)), E[f] = sum_k pi_k f_k, E[f^2], dc/dpar[0]).  All sums
-    are 0 when every term vanishes (then -inf is returned)."""
-    cdef const Quad* q = md.evq
-    cdef int k
-    cdef double sq = sqrt(v), mx = -INFINITY, acc = 0.0, a, h, f, lp, g1, g2, g3
-    if md.lik == LIK_STEP or md.lik == LIK_NOISY_THRESHOLD:
-        return _pl_correction_threshold(md, yi, m, v, tau, nu, sums)
-    for k in range(q.n):
-        f = m + sq * q.x[k]
-        lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3)
-        a = q.logw[k] + lp + f * (0.5 * tau * f - nu)
-        if a > mx:
-            mx = a
-    if sums != NULL:
-        for k in range(5):
-            sums[k] = 0.0
-    if not (mx > -INFINITY):
-        return mx
-    for k in range(q.n):
-        f = m + sq * q.x[k]
-        lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3)
-        h = exp(q.logw[k] + lp + f * (0.5 * tau * f - nu) - mx)
-        acc += h
-        if sums == NULL:
-            continue
-        g1 += tau * f - nu
-        sums[0] += h * g1
-        sums[1] += h * g1 * q.x[k]
-        sums[2] += h * f
-        sums[3] += h * f * f
-    if sums != NULL:
-        for k in range(5):
-            sums[k] /= acc
-        sums[1] /= 2.0 * sq
-    return mx + log(acc)
-
-
-cdef double _pl_correction_threshold(const Model* md, double yi, double m, double v,
-                                     double tau, double nu,
-                                     double* sums) noexcept nogil:
-    """``_pl_correction`` in closed form for p(y|f) = eps + (1 - 2 eps) H(y f) (the
-    noisy threshold; eps = 0: the step).  N(f; m, v) exp(tau f^2 / 2 - nu f) =
-    C N(f; mc, vc), the marginal's cavity: with a = 1 - tau v,
-
-      vc = v / a,   mc = (m - v nu) / a,
-      log C = -log(a) / 2 + (mc^2 / vc - m^2 / v) / 2
-            = -log(a) / 2 + (v nu^2 - 2 m nu + tau m^2) / (2 a),
-
-    so c = log C + log Z(mc, vc), Z = eps + (1 - 2 eps) Phi(zc), zc = y mc / sqrt(vc):
-    EP's evidence term at that cavity (its moments by ``lik_gauss_moments``).  For
-    zc < 0, C Phi(zc) is written as exp(-log(a) / 2 - m^2 / (2 v) + ell(zc)) with
-    ell = log Phi + z^2 / 2 (no cancellation between a large log C and log Phi), and
-    c = log(eps C + (1 - 2 eps) C Phi(zc)).  The derivatives with the site held
-    fixed follow from the Gaussian's, dc/dm = (E[f] - m) / v and dc/dv = ((E[f] -
-    m)^2 + Var f - v) / (2 v^2) under the tilted law N(mc, vc) p(y|f), with
-    E[f] = mc + vc d1 and Var f = vc + vc^2 d2 (d1, d2 the derivatives of log Z in
-    mc): dc/dm = (tau m - nu + d1) / a, dc/dv = ((dc/dm)^2 + tau / a + d2 / a^2) / 2.
-    Unlike a rule's sums they include the step's delta function at f = 0.
-    dc/d eps = d log Z / d eps.  A cavity that is not proper (a <= 0) makes the
-    integral diverge: +inf (sums NaN)."""
-    cdef double eps = md.par[0] if md.lik == LIK_NOISY_THRESHOLD else 0.0
-    cdef double a = 1.0 - tau * v, vc, mc, zc, lc, lz, d1, d2, dpar, a1, a2, c, gm, ef
-    cdef int k
-    if not (a > 0.0):
-        if sums != NULL:
-            for k in range(5):
-                sums[k] = NAN
-        return INFINITY
-    vc = v / a
-    mc = (m - v * nu) / a
-    zc = _clamp(yi * mc / sqrt(vc))
-    lc = -0.5 * log(a) + (v * nu * nu - 2.0 * m * nu + tau * m * m) / (2.0 * a)
-    lik_gauss_moments(md.lik, yi, mc, vc, md.par, md.quad, &lz, &d1, &d2, &dpar)
-    if zc >= 0.0:
-        c = lc + lz
-    else:
-        a1 = log(eps) + lc if eps > 0.0 else -INFINITY
-        a2 = log1p(-2.0 * eps) - 0.5 * log(a) - 0.5 * (m / v) * m + _ell(zc)
-        c = a1 if a1 > a2 else a2
-        if c > -INFINITY:
-            c += log1p(exp(-fabs(a1 - a2)))
-    if sums != NULL:
-        gm = (tau * m - nu + d1) / a
-        ef = m + v * gm
-        sums[0] = gm
-        sums[1] = 0.5 * (gm * gm + tau / a + d2 / (a * a))
-        sums[2] = ef
-        sums[3] = ef * ef + vc + vc * vc * d2
-        sums[4] = dpar
-    return c
-
-
-cdef double _pl_log_evidence(const Model* md, const double[::1] y, const double* tau,
-                             const double* nu, const double* var, const double* mu,
-                             const double* L, int n, int* n_bad) noexcept nogil:
-    """Posterior linearisation's log evidence (its paper, eq. 18-19): the exact
-    evidence of the linearised model times, for each label, the 1-D correction
-    E[p(y_i|f) / N(y_i; A_i f + b_i, Omega_i)] under the marginal N(mu_i, P_i).
-    With the site form of the linearised model,
-
-      log Z_lin = -log|B|/2 + nu'mu/2 - sum_i [log(2 pi Omega_i) + (y_i - b_i)^2 / Omega_i] / 2,
-
-    the log(2 pi Omega_i)/2 cancels against the correction's, and with u(f) =
-    (y - b - A f) / sqrt(Omega), (u(f)^2 - u(0)^2) / 2 = tau f^2 / 2 - nu f for the
-    site tau = A^2 / Omega, nu = A (y - b) / Omega, so
-
-      log Z = -log|B|/2 + nu'mu/2 + sum_i log E_{N(mu_i, P_i)}[p(y_i|f) exp(tau_i f^2 / 2 - nu_i f)]
-
-    (``_pl_correction``): EP's evidence expression at PL's sites.  The sites are
-    the current ones, equal to the SLR at the marginals at a fixed point; off it
-    (an unconverged run) the value is that of the current sites, and finite:
-    non-negative sites keep every cavity 1/P_i - tau_i proper, whereas the SLR at a
-    marginal can be more precise than the marginal (x >= 1/2 in ``_slr``'s terms,
-    e.g. for the step wherever |mu_i| < 0.81 sqrt(P_i), as in the first sweep),
-    and the integral then diverges.  Labels left out by ``_pl_label_ok`` are
-    counted in n_bad.  The Gaussian likelihood is linear: no correction."""
-    cdef int i
-    cdef double total = 0.0
-    n_bad[0] = 0
-    for i in range(n):
-        total += 0.5 * nu[i] * mu[i] - log(L[i + i * n])
-        if md.lik == LIK_GAUSSIAN:
-            total -= 0.5 * (log(2.0 * M_PI * md.par[0]) + y[i] * y[i] / md.par[0])
-            continue
-        if not _pl_label_ok(md, y[i], mu[i], var[i], tau[i]):
-            n_bad[0] += 1
-            continue
-        total += _pl_correction(md, y[i], mu[i], var[i], tau[i], nu[i], NULL)
-    return total
-
-
-cdef inline bint _pl_label_ok(const Model* md, double yi, double m, double v,
-                              double tau) noexcept nogil:
-    """Whether a label enters PL's evidence: its SLR at the marginal is finite
-    and its cavity 1/v - tau proper.  The cavity is proper in exact arithmetic;
-    where a site is far more precise than the prior (a collapsed marginal, seen
-    in unconverged runs at site precisions ~1e12) the rounding of v can hide it."""
-    cdef double t, nu, dy, dn, x
-    return _slr(md, yi, v, m, &t, &nu, &dy, &dn, &x) and tau * v < 1.0
-
-
 cdef int _n_improper_cavities(const double* tau, const double* var, int n) noexcept nogil:
     cdef int i, k = 0
     for i in range(n):
@@ -1116,34 +840,15 @@ cdef bint _cavities_stay_proper(const double* Sigma, const double* col, double c
     return True
 
 
-cdef void _model_init(Model* md, Quad* quad, Quad* evq, int lik,
-                      const double[::1] par, const double[::1] quad_x,
-                      const double[::1] quad_logw, const double[::1] evq_x,
-                      const double[::1] evq_logw, int rule):
-    """Point md (and its two quadrature rules) at the given arrays, which must
-    outlive it; the caller has checked that nodes and weights have equal lengths."""
-    quad.n = quad_x.shape[0]
-    quad.x = &quad_x[0] if quad.n > 0 else NULL
-    quad.logw = &quad_logw[0] if quad.n > 0 else NULL
-    evq.n = evq_x.shape[0]
-    evq.x = &evq_x[0] if evq.n > 0 else NULL
-    evq.logw = &evq_logw[0] if evq.n > 0 else NULL
-    md.lik = lik
-    md.par = &par[0] if par.shape[0] > 0 else NULL
-    md.quad = quad
-    md.rule = rule
-    md.evq = evq
-
-
 cpdef Py_ssize_t scratch_size(Py_ssize_t n, bint parallel, bint want_binv) noexcept:
-    """Doubles of the n x n work buffers of ``ep_run``: L^{-1} (n^2, only without
+    """Doubles of the n x n work buffers of ``run``: L^{-1} (n^2, only without
     ``Binv``), then the linearised model in single precision (parallel: n^2 floats)
     or Sigma and V (sequential: 2 n^2)."""
     return (0 if want_binv else n * n) + ((n * n + 1) // 2 if parallel else 2 * n * n)
 
 
 cdef struct Run:
-    # One EP or PL run (``ep_run``): the problem, its work buffers, its options and
+    # One EP or PL run (``run``): the problem, its work buffers, its options and
     # its progress, passed to each step.  Pointers into the caller's arrays.
     int n
     const double* K
@@ -1158,7 +863,7 @@ cdef struct Run:
     Model md
     Neg ng
     # Work buffers: n x n (M32 for parallel runs, Sigma and V for sequential ones)
-    # and O(n); ``owned`` is what ep_run allocated for the n x n ones.
+    # and O(n); ``owned`` is what run allocated for the n x n ones.
     double* owned
     float* M32
     double* Sigma
@@ -1229,7 +934,7 @@ cdef enum:
 
 
 class SiteRun:
-    """What ``ep_run`` reports (the arrays it was given hold the sites, the factor
+    """What ``run`` reports (the arrays it was given hold the sites, the factor
     and the marginals): ``status`` (STATUS_*), ``n_sweeps`` (sweeps followed by a
     factorisation), ``converged``, ``log_evidence``, ``dlik0`` (its derivative with
     respect to the likelihood's parameter), ``damping`` (final), the site counts
@@ -1756,15 +1461,15 @@ def _check_run_args(K, y, tau, nu, L, b, S, mu, var, Binv, bint parallel, orders
         raise ValueError("posterior linearisation needs the evidence quadrature rule.")
 
 
-def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
-           const double[::1] quad_x, const double[::1] quad_logw,
-           double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
-           double[::1] S, double[::1] mu, double[::1] var, bint parallel,
-           const int[:, ::1] orders, double damping, double min_damping,
-           double tol, int max_sweeps, bint accelerate, double[::1, :] Binv,
-           int rule, const double[::1] evq_x, const double[::1] evq_logw,
-           double damping_start=-1.0, double[::1] scratch=None,
-           bint keep_factor=False):
+def run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
+        const double[::1] quad_x, const double[::1] quad_logw,
+        double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
+        double[::1] S, double[::1] mu, double[::1] var, bint parallel,
+        const int[:, ::1] orders, double damping, double min_damping,
+        double tol, int max_sweeps, bint accelerate, double[::1, :] Binv,
+        int rule, const double[::1] evq_x, const double[::1] evq_logw,
+        double damping_start=-1.0, double[::1] scratch=None,
+        bint keep_factor=False):
     """Run EP (``rule`` RULE_EP) or posterior linearisation (RULE_PL: sites by
     ``_slr`` at the marginals, log evidence by ``_pl_log_evidence`` with the
     Gauss-Hermite rule ``evq``) to convergence from the sites (tau, nu) given
@@ -1874,18 +1579,18 @@ def ep_run(const double[::1, :] K, const double[::1] y, int lik, const double[::
                    Q=Q)
 
 
-def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,
-          double[::1, :] dK):
+def evidence_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,
+                double[::1, :] dK):
     """dK = (b b' - R)/2 with R = (K + T^{-1})^{-1} = S B^{-1} S - Q Q' (R&W Alg. 5.2;
-    Q from ``ep_run``, n x 0 without negative sites), written in full; dK holds
-    B^{-1} (lower triangle, from ``ep_run``) on entry."""
+    Q from ``run``, n x 0 without negative sites), written in full; dK holds
+    B^{-1} (lower triangle, from ``run``) on entry."""
     cdef int n = dK.shape[0]
     cdef int m = Q.shape[1]
     cdef char lo = b'L'
     cdef char notr = b'N'
     cdef double minus = -1.0, pone = 1.0
     if S.shape[0] != n or b.shape[0] != n or dK.shape[1] != n or Q.shape[0] != n:
-        raise ValueError("ep_dK: inconsistent shapes.")
+        raise ValueError("evidence_dK: inconsistent shapes.")
     if n == 0:
         return
     with nogil:
@@ -1896,79 +1601,3 @@ def ep_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,
             dsyrk(&lo, &notr, &n, &m, &minus, <double*> &Q[0, 0], &n, &pone,
                   &dK[0, 0], &n)
             fill_site_dK(&dK[0, 0], &b[0], NULL, NULL, n)
-
-
-def pl_correction_gradients(int lik, const double[::1] par, const double[::1] quad_x,
-                            const double[::1] quad_logw, const double[::1] evq_x,
-                            const double[::1] evq_logw, const double[::1] y,
-                            const double[::1] mu, const double[::1] var,
-                            const double[::1] tau, const double[::1] nu):
-    """Posterior linearisation's evidence corrections c_i (``_pl_correction``) at
-    the marginals N(mu_i, var_i) and sites (tau_i, nu_i), as in its evidence, and
-    their derivatives with the sites held fixed: (dc/dmu, dc/dP, E[f], E[f^2]) per
-    label under the tilted law (E[f] and E[f^2] give the derivatives with respect
-    to the site: d/dnu = -E[f], d/dtau = E[f^2] / 2), and dc/dpar[0] summed over
-    the labels.  Returns (g_mu, g_P, e_f, e_f2, dpar, c); zeros for the Gaussian
-    likelihood (no correction) and for the labels left out of the evidence
-    (``_pl_label_ok``)."""
-    cdef int n = y.shape[0], i
-    cdef Model md
-    cdef Quad quad, evq
-    cdef double dpar = 0.0
-    cdef double sums[5]
-    if mu.shape[0] != n or var.shape[0] != n or tau.shape[0] != n or nu.shape[0] != n:
-        raise ValueError("y, mu, var, tau and nu must have the same length.")
-    if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
-        raise ValueError("quadrature nodes and weights differ in length.")
-    g_mu = np.zeros(n)
-    g_P = np.zeros(n)
-    e_f = np.zeros(n)
-    e_f2 = np.zeros(n)
-    corr = np.zeros(n)
-    cdef double[::1] cv = corr
-    cdef double[::1] gm = g_mu
-    cdef double[::1] gp = g_P
-    cdef double[::1] ef = e_f
-    cdef double[::1] ef2 = e_f2
-    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw,
-                RULE_PL)
-    if lik == LIK_GAUSSIAN or n == 0 or evq.n == 0:
-        return g_mu, g_P, e_f, e_f2, dpar, corr
-    with nogil:
-        for i in range(n):
-            if not _pl_label_ok(&md, y[i], mu[i], var[i], tau[i]):
-                continue
-            cv[i] = _pl_correction(&md, y[i], mu[i], var[i], tau[i], nu[i], sums)
-            gm[i] = sums[0]
-            gp[i] = sums[1]
-            ef[i] = sums[2]
-            ef2[i] = sums[3]
-            dpar += sums[4]
-    return g_mu, g_P, e_f, e_f2, dpar, corr
-
-
-def pl_sites(int lik, const double[::1] par, const double[::1] quad_x,
-             const double[::1] quad_logw, const double[::1] y, const double[::1] mu,
-             const double[::1] var):
-    """Posterior linearisation's sites (tau, nu) at the marginals N(mu_i, var_i)
-    (``_slr``); NaN where the moments are not finite."""
-    cdef int n = y.shape[0], i
-    cdef Model md
-    cdef Quad quad, evq
-    cdef double dy, dn, x
-    if mu.shape[0] != n or var.shape[0] != n:
-        raise ValueError("y, mu and var must have the same length.")
-    if quad_x.shape[0] != quad_logw.shape[0]:
-        raise ValueError("quadrature nodes and weights differ in length.")
-    tau = np.empty(n)
-    nu = np.empty(n)
-    cdef double[::1] tv = tau
-    cdef double[::1] nv = nu
-    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, quad_x[:0],
-                quad_logw[:0], RULE_PL)
-    with nogil:
-        for i in range(n):
-            if not _slr(&md, y[i], var[i], mu[i], &tv[i], &nv[i], &dy, &dn, &x):
-                tv[i] = NAN
-                nv[i] = NAN
-    return tau, nu
