@@ -36,7 +36,7 @@ from sklearn.model_selection import train_test_split
 
 import gpc
 from gpc.datasets import load_dataset, load_pima
-from gpc.inference.variational import _gaussian, jj_lambda
+from gpc.inference.variational import UpperBound, _gaussian, jj_lambda
 
 PAPER = {"crabs": (4, 2, 120), "pima": (70, 7.4, 332)}
 MACKAY = gpc.likelihoods.Logit(predictive="mackay")
@@ -63,8 +63,8 @@ def toy(png):
     clf = gpc.GaussianProcessClassifier(C(1.0) * RBF(5.0), method="vb",
                                         likelihood=MACKAY).fit(X, y)
     grid = np.linspace(-50, 110, 641)[:, None]
-    lower = clf.predict_proba(grid, bound="lower")[:, 1]
-    upper = clf.predict_proba(grid, bound="upper")[:, 1]
+    lower = clf.predict_proba(grid)[:, 1]
+    upper = UpperBound(clf).predict_proba(grid)[:, 1]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ax.plot(grid[:, 0], lower, label="lower bound (eq. 22)")
     ax.plot(grid[:, 0], upper, label="upper bound (eq. 29)")
@@ -116,8 +116,7 @@ def table1(n_splits, verbose=True):
                            compute_gradient=False)
             lower = clf.log_marginal_likelihood_value_
             gaps.append(ep.log_evidence - lower)
-            upper_gaps.append(clf.base_estimator_.upper_log_marginal_likelihood()
-                              - ep.log_evidence)
+            upper_gaps.append(UpperBound(clf).log_evidence - ep.log_evidence)
             if verbose:
                 print(f"  {name}: {errors[-1]} errors, log Z' {lower:.3f}, EP "
                       f"{ep.log_evidence:.3f}", flush=True)

@@ -21,7 +21,6 @@ from .inference._base import (InferenceResult, check_options,
 from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
 from .likelihoods import get_likelihood
 from .inference.evidence import EvidenceObjective, data_fingerprint
-from .inference.variational import upper_bound
 from .optimize import maximize_evidence
 
 _DEFAULT_METHOD = "laplace"
@@ -276,7 +275,6 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.inference_info_ = result.info
         self.optimizer_result_ = optimum
         self._warm_state = (key, result.state)
-        self._upper = None
 
     def _kernel_priors(self, kernel):
         """``priors`` (dict by hyperparameter name, or a sequence aligned with the
@@ -335,40 +333,20 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         """The class of largest probability (see :func:`classes_from_proba`)."""
         return classes_from_proba(self.classes_, self.predict_proba(X))
 
-    def predict_proba(self, X, bound=None):
-        """Probabilities of the two classes, columns in the order of ``classes_``
-        (``bound``: see :meth:`GaussianProcessClassifier.predict_proba`)."""
-        if bound not in (None, "lower", "upper"):
-            raise ValueError(f"bound must be None, 'lower' or 'upper', got {bound!r}.")
-        if bound is not None and self.method != "vb":
-            raise ValueError("bound applies to method='vb' (the Jaakkola-Jordan "
-                             f"bounds), not to method={self.method!r}.")
+    def predict_proba(self, X):
+        """Probabilities of the two classes, columns in the order of ``classes_``."""
         check_is_fitted(self)
-        posterior = self._upper_bound() if bound == "upper" else self.posterior_
+        return self.proba_from(self.posterior_, X)
+
+    def proba_from(self, posterior, X):
+        """Class probabilities at X under another posterior of the latent function
+        on the training inputs (an alternative to the fitted one, such as the
+        Jaakkola-Jordan upper bound's), with the fitted kernel and likelihood."""
         p1 = np.empty(len(X))
         for sl, mean, var in self._latent_chunks(X, posterior):
             p1[sl] = self.likelihood_.predict(mean, var)
         np.clip(p1, 0.0, 1.0, out=p1)
         return np.column_stack([1.0 - p1, p1])
-
-    def _upper_bound(self):
-        """The upper-bound posterior at the fitted hyperparameters (computed once)."""
-        if self.likelihood_.name != "logit":
-            raise ValueError("the upper bound (Jaakkola-Jordan) is for the logit "
-                             f"likelihood, not {self.likelihood_.name!r}.")
-        if getattr(self, "_upper", None) is None:
-            K = np.asarray(self.kernel_(self.X_train_), dtype=np.float64)
-            self._upper = upper_bound(K, 2.0 * self.y_train_ - 1.0)
-        return self._upper[1]
-
-    def upper_log_marginal_likelihood(self):
-        """``log Z''``, the Jaakkola-Jordan upper bound on the log evidence at the
-        fitted hyperparameters (``method="vb"`` only)."""
-        if self.method != "vb":
-            raise ValueError("the upper bound exists for method='vb' only.")
-        check_is_fitted(self)
-        self._upper_bound()
-        return self._upper[0]
 
     def _fitted_result(self, theta):
         """The fit's result with its ``dK`` when theta is the fitted one and the
@@ -455,9 +433,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         the kernel, and raises ValueError otherwise), "naive_mean_field", "adf"
         (Bayesian online learning: one sweep, no evidence gradient, so use it
         with ``optimizer=None`` or fixed hyperparameters; :meth:`partial_fit`
-        adds data), "vb" (the Jaakkola-Jordan bounds for the logit,
-        hyperparameters by the lower bound, predictions from either, see
-        :meth:`predict_proba`; for the probit a curvature lower bound) (see
+        adds data), "vb" (the Jaakkola-Jordan lower bound for the logit, a
+        curvature lower bound for the probit; the logit's upper bound is
+        :class:`gpc.inference.variational.UpperBound`) (see
         :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
         "logit", "probit", "noisy_threshold", "step" (the last two need a method
@@ -711,7 +689,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             return self.base_estimator_.predict(self._validate_X(X))
         return classes_from_proba(self.classes_, self.predict_proba(X))
 
-    def predict_proba(self, X, bound=None):
+    def predict_proba(self, X):
         """Class probabilities for X, columns in the order of ``classes_``.
 
         A warning (:class:`UserWarning`) says when every input gets tied class
@@ -721,12 +699,6 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
-        bound : {None, "lower", "upper"}, default=None
-            With ``method="vb"``: the predictive of the Jaakkola-Jordan lower bound
-            (None or "lower", paper eq. 17-18 and 22 with the logit's
-            ``predictive``: MacKay's approximation or quadrature) or of the upper
-            bound ("upper", eq. 24-29, at the lower bound's hyperparameters; binary
-            problems only).
 
         Returns
         -------
@@ -742,10 +714,6 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         maximisation ended at a hyperparameter bound (the warning names them).
         """
         check_is_fitted(self)
-        if bound is not None:
-            if self.n_classes_ > 2:
-                raise ValueError("bound= is supported for binary problems only.")
-            return self.base_estimator_.predict_proba(self._validate_X(X), bound=bound)
         if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
             raise ValueError("one_vs_one multi-class mode does not support predicting "
                              "probability estimates. Use one_vs_rest mode instead.")

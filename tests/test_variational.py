@@ -11,7 +11,7 @@ from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
 import gpc
-from gpc.inference.variational import jj_lambda, upper_bound
+from gpc.inference.variational import UpperBound, jj_lambda, upper_bound
 from _sites import data, se
 
 
@@ -129,19 +129,26 @@ def test_classifier_with_the_lower_bound():
 def test_classifier_predicts_from_both_bounds():
     X, y = data(40, 8)
     clf = gpc.GaussianProcessClassifier(method="vb", likelihood="logit").fit(X, y)
+    bound = UpperBound(clf)
     far = np.array([[40.0, 40.0]])
-    for bound in (None, "lower", "upper"):
-        p = clf.predict_proba(np.vstack([X[:5], far]), bound=bound)
+    for predict in (clf.predict_proba, bound.predict_proba):
+        p = predict(np.vstack([X[:5], far]))
         np.testing.assert_allclose(p.sum(1), 1.0)
         assert p[-1, 1] == pytest.approx(0.5, abs=1e-9)        # 0.5 away from data
-    lower = clf.predict_proba(X, bound="lower")[:, 1]
-    upper = clf.predict_proba(X, bound="upper")[:, 1]
-    np.testing.assert_array_equal(lower, clf.predict_proba(X)[:, 1])
+    lower = clf.predict_proba(X)[:, 1]
+    upper = bound.predict_proba(X)[:, 1]
     # The lower bound's predictive is the more confident one on the data.
     assert np.mean(np.abs(lower - 0.5)) > np.mean(np.abs(upper - 0.5))
-    assert clf.log_marginal_likelihood_value_ < clf.base_estimator_.upper_log_marginal_likelihood()
+    assert clf.log_marginal_likelihood_value_ < bound.log_evidence
+    # The bound is the minimum of log Z'' at the fitted kernel (upper_bound, whose
+    # own tests check it against exact evidences).
+    K = clf.base_estimator_.kernel_(X)
+    assert bound.log_evidence == upper_bound(K, y)[0]
     with pytest.raises(ValueError, match="method='vb'"):
-        gpc.GaussianProcessClassifier().fit(X, y).predict_proba(X, bound="upper")
+        UpperBound(gpc.GaussianProcessClassifier().fit(X, y))
+    three = np.where(X[:, 1] > 1.0, 2.0, y)
+    with pytest.raises(ValueError, match="binary"):
+        UpperBound(gpc.GaussianProcessClassifier(method="vb").fit(X, three))
 
 
 @pytest.mark.parametrize("k", [0.01, 1.0, 30.0])
@@ -183,7 +190,7 @@ def test_classifier_with_the_probit_bound():
     assert clf.log_marginal_likelihood_value_ < ep.log_marginal_likelihood_value_
     assert clf.score(X, y) > 0.8
     with pytest.raises(ValueError, match="logit"):
-        clf.predict_proba(X, bound="upper")
+        UpperBound(clf)
 
 
 @pytest.mark.parametrize("lik", ["probit", "logit"])
