@@ -1,13 +1,16 @@
 """Approximate inference methods, all behind :func:`gpc.infer`."""
 
+import importlib
+import pkgutil
+
 from ._base import (InferenceMethod, InferenceResult, NumericalError, available_methods,
                     get_method, infer, register, unregister)
-from . import ep as _ep_module  # noqa: F401  (registers "ep")
-from . import laplace as _laplace_module  # noqa: F401  (registers "laplace")
-from . import pl as _pl_module  # noqa: F401  (registers "pl")
-from . import meanfield as _meanfield_module  # noqa: F401  (registers the mean fields)
-from . import online as _online_module  # noqa: F401  (registers "adf")
-from . import variational as _variational_module  # noqa: F401  (registers "vb")
+# Every public module of this package is imported here, so that the methods it
+# registers are available: adding a method is adding a module (CONTRIBUTING.md).
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
+del _module
 
 __all__ = ["InferenceMethod", "InferenceResult", "NumericalError", "available_methods",
            "get_method", "infer", "register", "unregister"]
