@@ -90,20 +90,6 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     return fortran_view(K)
 
 
-def kernel_matrix(kernel, X, error=ValueError):
-    """``kernel(X)`` (by :func:`gpc.kernels.covariance_matrix`) checked by
-    :func:`as_kernel_matrix` (a Fortran float64 array), unless it is finite and
-    symmetric by construction; a failed check raises ``error`` with its message,
-    naming the kernel."""
-    from .kernels import _covariance_matrix
-
-    try:
-        K, exact = _covariance_matrix(kernel, X)
-        return fortran_view(K) if exact else as_kernel_matrix(K)
-    except ValueError as exc:
-        raise error(f"The kernel {kernel!r}: {exc}") from None
-
-
 def fortran_view(A):
     """A symmetric (or transposition-invariant) matrix as a Fortran-ordered float64
     array: itself, its transpose when it is C ordered (a view of the same memory),

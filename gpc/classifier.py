@@ -14,11 +14,12 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
-                          check_integer, kernel_matrix)
+                          check_integer)
 from .inference import get_method
 from .inference._base import (InferenceResult, check_options,
                               checked_kernel_matrix)
-from .kernels import as_kernel, cross_covariance_chunks, has_white_noise
+from .kernels import (as_kernel, cross_covariance_chunks, has_white_noise,
+                      kernel_matrix)
 from .likelihoods import get_likelihood
 from .inference.evidence import EvidenceObjective, data_fingerprint
 from .optimize import maximize_evidence

@@ -60,7 +60,7 @@ from sklearn.gaussian_process import kernels as _sk
 from sklearn.gaussian_process.kernels import Hyperparameter
 
 from ._kern import sym_stationary, weighted_sqdist_sum
-from ._validation import fortran_view
+from ._validation import as_kernel_matrix, fortran_view
 
 __all__ = [
     "Kernel",
@@ -1691,6 +1691,18 @@ def _covariance_matrix(kernel, X):
     # Finite squared norms (in length scales) bound every distance: no inf - inf.
     exact = bool(np.isfinite(variance) and np.isfinite(np.einsum("ij,ij->", Xs, Xs)))
     return K, exact
+
+
+def kernel_matrix(kernel, X, error=ValueError):
+    """``kernel(X)`` (by :func:`covariance_matrix`) checked by
+    :func:`gpc._validation.as_kernel_matrix` (a Fortran float64 array), unless it
+    is finite and symmetric by construction; a failed check raises ``error`` with
+    its message, naming the kernel."""
+    try:
+        K, exact = _covariance_matrix(kernel, X)
+        return fortran_view(K) if exact else as_kernel_matrix(K)
+    except ValueError as exc:
+        raise error(f"The kernel {kernel!r}: {exc}") from None
 
 
 def cross_covariance_chunks(kernel, X, Z, chunk_size):

@@ -12,9 +12,8 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky
 
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
-                           check_full_fit_memory, is_integer, is_real,
-                           kernel_matrix)
-from ..kernels import is_psd_by_construction
+                           check_full_fit_memory, is_integer, is_real)
+from ..kernels import is_psd_by_construction, kernel_matrix
 from ..likelihoods import get_likelihood
 
 _METHODS = {}

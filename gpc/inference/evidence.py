@@ -12,7 +12,7 @@ import hashlib
 
 import numpy as np
 
-from .._validation import kernel_matrix
+from ..kernels import kernel_matrix
 from ..kernels import contract
 from ._base import NumericalError, get_method
 
