@@ -499,9 +499,8 @@ class UpperBound:
     """The Jaakkola-Jordan upper bound of a fitted ``method="vb"`` logit classifier.
 
     The classifier learns its hyperparameters by the lower bound and predicts from
-    it; this gives the upper bound on the log evidence at those hyperparameters and
-    the predictive of its posterior, which bracket the exact ones from the other
-    side.
+    it; this gives, at those hyperparameters, the upper bound on the log evidence
+    and the predictive of the upper bound's posterior.
 
     Parameters
     ----------
