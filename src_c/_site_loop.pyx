@@ -283,6 +283,7 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
     cdef char diag = b'N'
     cdef int i, j, info = 0
     cdef double t0
+    cdef double* F = L if keep_l else Linv
     for i in range(n):
         S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
     if _no_positive_site(tau, n):
@@ -292,26 +293,21 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
                 L[i + j * n] = 1.0 if i == j else 0.0
                 Linv[i + j * n] = L[i + j * n]
         return _neg_factor(K, Linv, S, tau, n, ng)
+    # B is formed and factorised where the factor is wanted (L, or Linv when only
+    # L's diagonal and some rows are), then copied to the other buffer.
+    t0 = gpc_tic()
+    gpc_site_matrix_symv(K, S, nu, F, t, n)
+    gpc_toc(T_FORM_B, t0)
+    t0 = gpc_tic()
+    if chol_lower(F, n) != 0:
+        return ST_NOT_PD
+    gpc_toc(T_POTRF, t0)
     t0 = gpc_tic()
     if keep_l:
-        gpc_site_matrix_symv(K, S, nu, L, t, n)
-        gpc_toc(T_FORM_B, t0)
-        t0 = gpc_tic()
-        if chol_lower(L, n) != 0:
-            return ST_NOT_PD
-        gpc_toc(T_POTRF, t0)
-        t0 = gpc_tic()
         for j in range(n):
             for i in range(j, n):
                 Linv[i + j * n] = L[i + j * n]
     else:
-        gpc_site_matrix_symv(K, S, nu, Linv, t, n)
-        gpc_toc(T_FORM_B, t0)
-        t0 = gpc_tic()
-        if chol_lower(Linv, n) != 0:
-            return ST_NOT_PD
-        gpc_toc(T_POTRF, t0)
-        t0 = gpc_tic()
         for i in range(n):
             if rows[i]:
                 for j in range(i):
