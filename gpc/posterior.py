@@ -9,12 +9,16 @@ mean ``k_*^T alpha``:
 * explicit form (:class:`ExplicitPosterior`: ADF, online / sparse methods): ``C``
   with posterior covariance ``K + K C K``; variance ``k_** + k_*^T C k_*``.
 
+The multinomial model (C latent functions) has its own form,
+:class:`MultinomialPosterior`, whose latent covariance at each test point is a
+C x C matrix.
+
 Both also hold the posterior marginals at the training points, ``marginal_mean``
 and ``marginal_var``, where the method computed them.
 """
 
 import numpy as np
-from scipy.linalg.blas import dgemv, dtrsm
+from scipy.linalg.blas import dgemv, dsymm, dtrsm
 
 from .kernels import _matmul
 from .likelihoods import get_likelihood
@@ -212,3 +216,114 @@ class ExplicitPosterior(_Posterior):
 
     def _variance_change(self, K_cross, overwrite=False):
         return np.einsum("ij,ij->j", K_cross, _matmul(self.C, K_cross))
+
+
+class MultinomialPosterior:
+    """Joint posterior of the C latent functions of the multinomial model.
+
+    The latent mean of class c is ``k_c(x)' alpha_c``; the C x C covariance at
+    x is ``diag(k_c(x, x)) - Kx' A Kx`` with ``A = (K + W^{-1})^{-1}``, which
+    the factors give as ``A_cd = delta_cd E_c - E_c P^{-1} E_d`` (Rasmussen &
+    Williams, Algorithm 3.4).  Made by :func:`gpc.infer` with
+    ``likelihood="softmax"``.
+
+    Parameters
+    ----------
+    alpha : ndarray of shape (C, n)
+        Weights of the latent means.
+    E : ndarray of shape (C, n, n)
+        ``E_c = (K_c + D_c^{-1})^{-1}``, ``D_c`` the diagonal of the class-c
+        probabilities at the mode.
+    M : ndarray of shape (n, n)
+        Lower Cholesky factor of ``P = sum_c E_c``.
+    marginal_mean : ndarray of shape (n, C), optional
+        The latent values at the mode.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpc
+    >>> X = np.linspace(-2, 2, 6)[:, None]
+    >>> K = np.exp(-0.5 * (X - X.T) ** 2)
+    >>> res = gpc.infer(K, [0, 0, 1, 1, 2, 2], likelihood="softmax")
+    >>> mean, cov = res.posterior.latent_mean_and_covariance(K, np.ones(6))
+    >>> mean.shape, cov.shape
+    ((6, 3), (6, 3, 3))
+    >>> res.posterior.predict_proba(K, np.ones(6)).argmax(axis=1)
+    array([0, 0, 1, 1, 2, 2])
+    """
+
+    def __init__(self, alpha, E, M, *, marginal_mean=None):
+        self.alpha = np.asarray(alpha, dtype=np.float64)
+        self.E = E
+        self.M = M
+        self.marginal_mean = marginal_mean
+
+    @property
+    def n(self):
+        """Number of training points."""
+        return self.alpha.shape[1]
+
+    @property
+    def n_classes(self):
+        """Number of classes C."""
+        return self.alpha.shape[0]
+
+    def _per_class(self, K_cross, k_diag=None):
+        """K_cross as C arrays of shape (n, m) (one repeated when shared), and
+        k_diag as an array of shape (C, m)."""
+        C = self.n_classes
+        K_cross = np.asarray(K_cross, dtype=np.float64)
+        if K_cross.ndim == 2:
+            K_cross = [K_cross] * C
+        if len(K_cross) != C or K_cross[0].ndim != 2 or K_cross[0].shape[0] != self.n:
+            raise ValueError(f"K_cross must have shape ({self.n}, m) or ({C}, "
+                             f"{self.n}, m), got {np.shape(K_cross)}.")
+        if k_diag is None:
+            return K_cross, None
+        m = K_cross[0].shape[1]
+        k_diag = np.broadcast_to(np.asarray(k_diag, dtype=np.float64), (C, m)) \
+            if np.ndim(k_diag) == 1 else np.asarray(k_diag, dtype=np.float64)
+        if k_diag.shape != (C, m):
+            raise ValueError(f"k_diag must have shape ({m},) or ({C}, {m}), got "
+                             f"{k_diag.shape}.")
+        return K_cross, k_diag
+
+    def latent_mean(self, K_cross):
+        """Latent means (m, C) from the cross-covariances K_cross, of shape (n, m)
+        (a kernel shared by the classes) or (C, n, m)."""
+        K_cross, _ = self._per_class(K_cross)
+        return np.stack([_transposed_product(Kx, a)
+                         for Kx, a in zip(K_cross, self.alpha)], axis=1)
+
+    def latent_covariance(self, K_cross, k_diag):
+        """Latent covariances (m, C, C) between the classes at each test point.
+
+        Parameters
+        ----------
+        K_cross : array-like of shape (n, m) or (C, n, m)
+            Cross-covariances, one matrix for all classes or one per class.
+        k_diag : array-like of shape (m,) or (C, m)
+            Prior variances of the test points.
+        """
+        K_cross, k_diag = self._per_class(K_cross, k_diag)
+        C, m = k_diag.shape
+        cov = np.zeros((m, C, C))
+        Q = np.empty((C, self.n, m))
+        for c, Kx in enumerate(K_cross):
+            G = dsymm(1.0, self.E[c].T, np.asfortranarray(Kx))          # E_c Kx
+            cov[:, c, c] = k_diag[c] - np.einsum("ij,ij->j", Kx, G)
+            Q[c] = dtrsm(1.0, self.M, G, lower=1, overwrite_b=1)       # M^{-1} E_c Kx
+        cov += np.einsum("cnm,dnm->mcd", Q, Q, optimize=True)
+        return cov
+
+    def latent_mean_and_covariance(self, K_cross, k_diag):
+        """Latent means (m, C) and covariances (m, C, C); see
+        :meth:`latent_covariance`."""
+        return self.latent_mean(K_cross), self.latent_covariance(K_cross, k_diag)
+
+    def predict_proba(self, K_cross, k_diag, likelihood="softmax"):
+        """Class probabilities (m, C): the softmax averaged over the latent
+        posterior (:meth:`gpc.likelihoods.Softmax.predict`)."""
+        return get_likelihood(likelihood).predict(
+            *self.latent_mean_and_covariance(K_cross, k_diag))

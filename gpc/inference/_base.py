@@ -17,6 +17,8 @@ from ..kernels import is_psd_by_construction, kernel_matrix
 from ..likelihoods import get_likelihood
 
 _METHODS = {}
+#: The methods of the multinomial (softmax) model, whose latent is C functions.
+_MULTINOMIAL_METHODS = {}
 
 #: Jitter tried, relative to the mean prior variance, when a factorisation fails.
 JITTER_LADDER = (1e-10, 1e-8, 1e-6, 1e-4)
@@ -145,6 +147,10 @@ class InferenceMethod:
         without it, from that result's posterior and info alone (None when the
         result does not allow it).  The estimators use it for the evidence
         gradient at the fitted hyperparameters.
+    multinomial : bool
+        Whether it is a method of the multinomial (softmax) model: ``K`` is then
+        a sequence of C matrices, ``y`` integer labels, the state arrays of
+        shape (C, n) and ``dK`` of shape (C, n, n).
     """
 
     name: str
@@ -157,6 +163,7 @@ class InferenceMethod:
     accepts_workspace: bool = False
     state_keys: tuple = ()
     posterior_dK: Optional[Callable] = None
+    multinomial: bool = False
 
     def __post_init__(self):
         # inspect.signature (and so help()) follows __wrapped__ to the function.
@@ -191,13 +198,14 @@ def _signature_options(name, fn):
 
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
              lower_bound=False, learning_needs_noise=False, state=(),
-             posterior_dK=None):
+             posterior_dK=None, multinomial=False):
     """Decorator registering an inference function under ``name``.
 
     The function is returned unchanged; :func:`get_method` returns the
     :class:`InferenceMethod` made from it.  See :class:`InferenceMethod` for the
     meaning of the arguments (``workspace`` sets ``accepts_workspace``, ``state``
-    sets ``state_keys``).
+    sets ``state_keys``).  The methods of the binary model and those of the
+    multinomial one (``multinomial=True``) have separate names.
 
     Raises
     ------
@@ -226,8 +234,10 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     >>> unregister("prior_only")
     """
 
+    registry = _registry(multinomial)
+
     def deco(fn):
-        if name in _METHODS:
+        if name in registry:
             raise ValueError(f"an inference method {name!r} is already registered.")
         options = _signature_options(name, fn)
         for what, option in (("max_iter_option", max_iter_option),
@@ -235,20 +245,25 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
             if option is not None and option not in options:
                 raise ValueError(f"method {name!r}: {what} names {option!r}, which "
                                  "is not an option of its function.")
-        _METHODS[name] = InferenceMethod(
+        registry[name] = InferenceMethod(
             name=name, function=fn, options=options, max_iter_option=max_iter_option,
             has_gradient=has_gradient, lower_bound=lower_bound,
             learning_needs_noise=learning_needs_noise, accepts_workspace=workspace,
-            state_keys=tuple(state), posterior_dK=posterior_dK)
+            state_keys=tuple(state), posterior_dK=posterior_dK,
+            multinomial=multinomial)
         return fn
 
     return deco
 
 
-def unregister(name):
+def _registry(multinomial):
+    return _MULTINOMIAL_METHODS if multinomial else _METHODS
+
+
+def unregister(name, multinomial=False):
     """Remove the method ``name`` from the registry (ValueError if unknown)."""
-    get_method(name)
-    del _METHODS[name]
+    get_method(name, multinomial)
+    del _registry(multinomial)[name]
 
 
 def workspace_array(workspace, key, shape):
@@ -271,24 +286,27 @@ def workspace_array(workspace, key, shape):
     return a
 
 
-def available_methods():
-    """Names accepted by :func:`infer`'s ``method``."""
-    return sorted(_METHODS)
+def available_methods(multinomial=False):
+    """Names accepted by :func:`infer`'s ``method`` (for the multinomial model's
+    ``likelihood="softmax"`` when ``multinomial``)."""
+    return sorted(_registry(multinomial))
 
 
-def get_method(method):
-    """The :class:`InferenceMethod` registered as ``method`` (ValueError if none)."""
+def get_method(method, multinomial=False):
+    """The :class:`InferenceMethod` registered as ``method`` (ValueError if none),
+    for the binary model or the multinomial one."""
     try:
-        return _METHODS[method]
+        return _registry(multinomial)[method]
     except (KeyError, TypeError):
+        model = "the multinomial model" if multinomial else "binary problems"
         raise ValueError(
-            f"Unknown inference method {method!r}; choose one of {available_methods()}."
-        ) from None
+            f"Unknown inference method {method!r} for {model}; choose one of "
+            f"{available_methods(multinomial)}.") from None
 
 
-def method_options(method):
+def method_options(method, multinomial=False):
     """The options of ``method`` and their defaults (a new dict)."""
-    return dict(get_method(method).options)
+    return dict(get_method(method, multinomial).options)
 
 
 def _option_type(default):
@@ -305,7 +323,7 @@ def _option_type(default):
     return None
 
 
-def check_options(method, options, reserved=()):
+def check_options(method, options, reserved=(), multinomial=False):
     """The options of ``method`` as a new dict, their names and types checked.
 
     Each option takes values of the type of its default (a bool, an integer, a
@@ -326,7 +344,8 @@ def check_options(method, options, reserved=()):
     if not isinstance(options, Mapping):
         raise TypeError("the inference options must be a dict of option names and "
                         f"values, got {reprlib.repr(options)}.")
-    known = {k: v for k, v in method_options(method).items() if k not in reserved}
+    known = {k: v for k, v in method_options(method, multinomial).items()
+             if k not in reserved}
     for name, value in options.items():
         if name not in known:
             raise ValueError(f"{name!r} is not an option of method={method!r}; its "
@@ -338,11 +357,12 @@ def check_options(method, options, reserved=()):
     return dict(options)
 
 
-def check_init(method, init, n):
-    """Refuse an ``init`` that ``method`` cannot warm-start from on n examples.
+def check_init(method, init, shape, multinomial=False):
+    """Refuse an ``init`` that ``method`` cannot warm-start from.
 
     ``init`` must be None or a mapping holding the method's state arrays (see
-    :func:`register`), each finite and of shape ``(n,)``.
+    :func:`register`), each finite and of ``shape``: ``(n,)``, one value per
+    example, or ``(C, n)`` for the multinomial model.
 
     Raises
     ------
@@ -351,7 +371,8 @@ def check_init(method, init, n):
     """
     if init is None:
         return
-    keys = get_method(method).state_keys
+    keys = get_method(method, multinomial).state_keys
+    shape = tuple(shape)
     if not (isinstance(init, Mapping) and all(k in init for k in keys)):
         what = (f"keys {list(init)}" if isinstance(init, Mapping)
                 else reprlib.repr(init))
@@ -363,9 +384,9 @@ def check_init(method, init, n):
             a = np.asarray(init[key], dtype=np.float64)
         except (TypeError, ValueError):
             a = np.asarray(np.nan)
-        if a.shape != (n,) or not np.isfinite(a).all():
-            raise ValueError(f"init[{key!r}] must be a finite array of shape ({n},), "
-                             f"one value per example, got {reprlib.repr(init[key])}.")
+        if a.shape != shape or not np.isfinite(a).all():
+            raise ValueError(f"init[{key!r}] must be a finite array of shape {shape}, "
+                             f"got {reprlib.repr(init[key])}.")
 
 
 def psd_jitter(K, what="K"):
@@ -422,17 +443,21 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
 
     Parameters
     ----------
-    K : array-like of shape (n, n)
+    K : array-like of shape (n, n), or (C, n, n) for the multinomial model
         Prior covariance of the latent function at the training inputs (symmetric,
-        positive semi-definite).
+        positive semi-definite).  With ``likelihood="softmax"``, one matrix
+        shared by the C latent functions or one per class.
     y : array-like of shape (n,)
         Labels in {-1, +1}; real targets for the "gaussian" (regression)
-        likelihood (checked by the likelihood's ``check_targets``).
+        likelihood (checked by the likelihood's ``check_targets``); class
+        labels ``0 .. C - 1`` for the "softmax".
     method : str, default="laplace"
         Inference method; see :func:`available_methods`.
     likelihood : str or Likelihood, default="probit"
         "probit", "logit", "noisy_threshold", "step", "gaussian" or a likelihood
-        object.
+        object; "softmax" (:class:`gpc.likelihoods.Softmax`) for the
+        multinomial model of C classes (method "laplace"), whose ``dK`` has
+        shape (C, n, n).
     init : dict, optional
         ``state`` of a previous result of the same method on as many examples, to
         warm-start from.
@@ -497,19 +522,54 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     >>> bool(0.5 < p[0] < 1)
     True
     """
-    fn = get_method(method)
-    options = check_options(method, options)
-    Kf = as_kernel_matrix(K)
-    if Kf.shape[0] == 0:
-        raise ValueError("K is 0 x 0: gpc.infer needs at least one example.")
-    check_init(method, init, Kf.shape[0])
-    # K exists; the method needs at least a factorisation and an inverse besides.
-    check_full_fit_memory(Kf.shape[0], f"gpc.infer(method={method!r})", arrays=2)
     lik = get_likelihood(likelihood)
-    yv = lik.check_targets(y, Kf.shape[0])
+    fn = get_method(method, lik.multinomial)
+    options = check_options(method, options, multinomial=lik.multinomial)
+    if lik.multinomial:
+        Kf, yv = multinomial_problem(K, y, lik)
+        shape, distinct = (len(Kf), yv.shape[0]), {id(k): k for k in Kf}.values()
+    else:
+        Kf = as_kernel_matrix(K)
+        if Kf.shape[0] == 0:
+            raise ValueError("K is 0 x 0: gpc.infer needs at least one example.")
+        yv = lik.check_targets(y, Kf.shape[0])
+        shape, distinct = (Kf.shape[0],), (Kf,)
+    check_init(method, init, shape, lik.multinomial)
+    # K exists; the method needs at least a factorisation and an inverse besides
+    # (per class for the multinomial model).
+    check_full_fit_memory(shape[-1], f"gpc.infer(method={method!r})",
+                          arrays=2 * shape[0] + 2 if lik.multinomial else 2)
     if check_psd:
-        psd_jitter(Kf)
+        for Kc in distinct:
+            psd_jitter(Kc)
     return fn(Kf, yv, lik, init=init, compute_gradient=compute_gradient, **options)
+
+
+def multinomial_problem(K, y, likelihood):
+    """``(K, labels)`` of a multinomial problem checked: K as a tuple of C
+    Fortran matrices (one matrix repeated when it is shared) and the labels
+    ``0 .. C - 1`` as integers.  C is the number of matrices of a 3-D K, else
+    the likelihood's ``n_classes``, else the largest label plus one."""
+    K = np.asarray(K)
+    if K.ndim == 3:
+        Ks = tuple(as_kernel_matrix(Kc, f"K[{c}]") for c, Kc in enumerate(K))
+    else:
+        Ks = (as_kernel_matrix(K),)
+    n = Ks[0].shape[0]
+    if n == 0:
+        raise ValueError("K is 0 x 0: gpc.infer needs at least one example.")
+    if any(Kc.shape[0] != n for Kc in Ks):
+        raise ValueError(f"K must hold C n x n matrices, got shape {K.shape}.")
+    y = likelihood.check_targets(y, n)
+    C = len(Ks) if K.ndim == 3 else likelihood.n_classes or int(y.max()) + 1
+    if likelihood.n_classes not in (None, C) or C < 2:
+        raise ValueError(f"the multinomial model needs C >= 2 classes, as many as the "
+                         f"likelihood's n_classes ({likelihood.n_classes}); K gives "
+                         f"{C}.")
+    if y.max() >= C:
+        raise ValueError(f"y holds label {int(y.max())}, but there are {C} classes "
+                         f"(labels 0 .. {C - 1}).")
+    return (Ks if K.ndim == 3 else Ks * C), y
 
 
 def _jitter_scale(K):

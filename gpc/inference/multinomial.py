@@ -1,0 +1,259 @@
+"""Laplace's approximation for the multinomial (softmax) model: C latent functions.
+
+Each class c has a latent function ``f_c`` with its own GP prior ``K_c`` (the same
+matrix for all classes when the kernel is shared), and ``p(y = c | f) =
+softmax(f)_c``.  The posterior over the ``C n`` latent values is one joint
+Gaussian: Rasmussen & Williams (2006), section 3.5, Algorithms 3.3 and 3.4.
+Every factorisation is n x n, so a Newton step costs ``O(C n^3)``.
+"""
+
+import warnings
+
+import numpy as np
+from scipy.linalg import lapack
+from scipy.linalg.blas import dgemm, dsymv, dtrsm
+from sklearn.exceptions import ConvergenceWarning
+
+from .._validation import check_integer, check_real
+from ..likelihoods import softmax
+from ..posterior import MultinomialPosterior
+from ._base import InferenceResult, NumericalError, register
+
+#: Halvings of a Newton step tried before the line search gives up.
+_MAX_HALVINGS = 40
+
+
+def _cholesky(A, what):
+    """Lower Cholesky factor of the symmetric positive definite A (overwritten)."""
+    L, info = lapack.dpotrf(A, lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        raise NumericalError(f"multinomial Laplace: the Cholesky factorisation of {what}"
+                             f" failed (LAPACK info {info}); the kernel matrices are "
+                             "probably not positive semi-definite.", "laplace")
+    return L
+
+
+class _Factors:
+    """The n x n factorisations at class probabilities ``pi`` (C, n).
+
+    With ``D_c = diag(pi_c)``: ``E_c = (K_c + D_c^{-1})^{-1} = D_c^{1/2} B_c^{-1}
+    D_c^{1/2}``, ``B_c = I + D_c^{1/2} K_c D_c^{1/2}``, and ``M`` the lower
+    Cholesky factor of ``P = sum_c E_c``.  ``half_logdet`` is half the log
+    determinant of ``I + K W``, W the softmax's negative Hessian:
+    ``sum_c log|B_c| + log|P|`` (from ``sum_c D_c = I``).
+    """
+
+    def __init__(self, Ks, pi):
+        C, n = pi.shape
+        self.E = np.empty((C, n, n))
+        self.half_logdet = 0.0
+        for c in range(C):
+            sd = np.sqrt(pi[c])
+            B = (sd[:, None] * Ks[c]) * sd        # C-ordered, symmetric
+            B.flat[::n + 1] += 1.0
+            L = _cholesky(B.T, "I + sqrt(D) K sqrt(D)")
+            self.half_logdet += float(np.sum(np.log(np.diagonal(L))))
+            Binv, info = lapack.dpotri(L, lower=1, overwrite_c=1)
+            if info != 0:
+                raise NumericalError("multinomial Laplace: inverting B failed (LAPACK"
+                                     f" info {info}).", "laplace")
+            Binv = np.tril(Binv)
+            Binv += np.tril(Binv, -1).T
+            np.multiply(sd[:, None] * Binv, sd, out=self.E[c])
+        self.M = _cholesky(np.asfortranarray(self.E.sum(axis=0)), "sum_c E_c")
+        self.half_logdet += float(np.sum(np.log(np.diagonal(self.M))))
+
+    def apply_E(self, X):
+        """``E_c x_c`` for each class; X of shape (C, n)."""
+        return np.stack([dsymv(1.0, E.T, x) for E, x in zip(self.E, X)])
+
+    def solve_P(self, r):
+        """``P^{-1} r`` for a vector r."""
+        return lapack.dpotrs(self.M, r, lower=1)[0]
+
+    def apply_A(self, X):
+        """``A x`` with ``A = (K + W^{-1})^{-1} = E - E R P^{-1} R' E`` (R the
+        stacked identities), for X of shape (C, n)."""
+        EX = self.apply_E(X)
+        return EX - self.apply_E(np.broadcast_to(self.solve_P(EX.sum(axis=0)), X.shape))
+
+
+def _mv(Ks, X):
+    """``K_c x_c`` for each class."""
+    return np.stack([dsymv(1.0, K, x) for K, x in zip(Ks, X)])
+
+
+def _objective(Ks, alpha, F, Y):
+    """``psi = log p(y | f) - f' K^{-1} f / 2`` at ``f = K alpha``."""
+    return float(-0.5 * np.sum(alpha * F) + np.sum(Y * F) - np.sum(_log_normaliser(F)))
+
+
+def _log_normaliser(F):
+    top = F.max(axis=0)
+    return top + np.log(np.sum(np.exp(F - top), axis=0))
+
+
+def _newton_step(Ks, fac, pi, F, alpha, Y):
+    """The Newton step ``(d alpha, d f)`` from f (R&W Algorithm 3.3, lines
+    9-12); ``d f = K d alpha`` rather than the difference of two ``K alpha``,
+    whose rounding is of K's scale."""
+    b = pi * F - pi * np.sum(pi * F, axis=0) + Y - pi      # W f + y - pi
+    c = fac.apply_E(_mv(Ks, b))
+    d_alpha = b - c + fac.apply_E(np.broadcast_to(fac.solve_P(c.sum(axis=0)),
+                                                  c.shape)) - alpha
+    return d_alpha, _mv(Ks, d_alpha)
+
+
+def _mode(Ks, Y, alpha, tol, max_iter):
+    """Newton's method with step halving from ``f = K alpha``; returns
+    ``(alpha, F, pi, factors, n_iter, converged, n_halvings)`` where the factors
+    are those at the returned F.
+
+    The step that meets the tolerance is taken and the factors made again
+    there: the log determinant in the evidence is not stationary at the mode,
+    so it is evaluated one (quadratically converging) step further."""
+    F = _mv(Ks, alpha)
+    psi = _objective(Ks, alpha, F, Y)
+    halvings, last = 0, np.inf
+    for it in range(max_iter + 1):
+        pi = softmax(F)
+        fac = _Factors(Ks, pi)
+        if it == max_iter:
+            break
+        d_alpha, d_F = _newton_step(Ks, fac, pi, F, alpha, Y)
+        if not (np.isfinite(d_F).all() and np.isfinite(d_alpha).all()):
+            raise NumericalError("multinomial Laplace: a non-finite value appeared in "
+                                 "Newton's method (the kernel matrices are probably "
+                                 "too badly scaled).", "laplace")
+        step = float(np.max(np.abs(d_F), initial=0.0))
+        scale = 1.0 + float(np.max(np.abs(F), initial=0.0))
+        # Converged, or at the rounding floor (the steps stopped shrinking).
+        if step <= tol * scale or (step >= last and step <= np.sqrt(tol) * scale):
+            alpha, F = alpha + d_alpha, F + d_F
+            pi = softmax(F)
+            return alpha, F, pi, _Factors(Ks, pi), it + 1, True, halvings
+        last, t = step, 1.0
+        for _ in range(_MAX_HALVINGS):
+            alpha_t, F_t = alpha + t * d_alpha, F + t * d_F
+            psi_t = _objective(Ks, alpha_t, F_t, Y)
+            if psi_t >= psi - 1e-13 * (1.0 + abs(psi)):
+                break
+            t *= 0.5
+            halvings += 1
+        else:
+            return alpha, F, pi, fac, it, False, halvings
+        alpha, F, psi = alpha_t, F_t, psi_t
+    return alpha, F, pi, fac, max_iter, False, halvings
+
+
+def _gradient_terms(pi, S):
+    """``s2 = -1/2 d log|I + K W| / d f`` (C, n) from the class probabilities and
+    the posterior covariances at the training points S (n, C, C).
+
+    With ``W_i = diag(pi_i) - pi_i pi_i'`` and ``v = d pi_i / d f_ik =
+    pi_ik (e_k - pi_i)``: ``tr(S_i dW_i) = sum_c S_icc v_c - 2 pi_i' S_i v``.
+    """
+    P = pi.T                                                   # (n, C)
+    diag = np.einsum("icc->ic", S)
+    Sp = np.einsum("icd,id->ic", S, P)
+    term1 = P * (diag - np.sum(diag * P, axis=1, keepdims=True))
+    term2 = P * (Sp - np.sum(Sp * P, axis=1, keepdims=True))
+    return (-0.5 * (term1 - 2.0 * term2)).T
+
+
+def _evidence_dK(Ks, fac, pi, alpha):
+    """``d log q / d K_c`` for every class, the implicit term through the mode
+    included (C, n, n).
+
+    ``log q = psi(f) - log|I + K W| / 2``.  Holding f: ``alpha alpha' / 2 -
+    A_cc / 2``.  Through the mode, ``df = (I + K W)^{-1} dK alpha``: ``b alpha'``
+    with ``b = (I + W K)^{-1} s2 = s2 - A K s2``.  Symmetrised.
+    """
+    C, n = alpha.shape
+    posterior = MultinomialPosterior(alpha, fac.E, fac.M)
+    S = posterior.latent_covariance(Ks, np.stack([np.diagonal(K) for K in Ks]))
+    s2 = _gradient_terms(pi, S)
+    b = s2 - fac.apply_A(_mv(Ks, s2))
+    dK = np.empty((C, n, n))
+    for c in range(C):
+        V = dtrsm(1.0, fac.M, fac.E[c].T, lower=1)            # M^{-1} E_c
+        G = fac.E[c] - dgemm(1.0, V, V, trans_a=1)             # A_cc
+        G *= -0.5
+        G += 0.5 * np.outer(alpha[c], alpha[c])
+        G += 0.5 * (np.outer(b[c], alpha[c]) + np.outer(alpha[c], b[c]))
+        dK[c] = G
+    return dK
+
+
+@register("laplace", multinomial=True, state=("alpha",))
+def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
+                        tol=1e-10, max_iter=100):
+    """Laplace approximation of the multinomial (softmax) GP classification posterior.
+
+    Called through :func:`gpc.infer` with ``likelihood="softmax"`` and
+    ``method="laplace"``.
+
+    Parameters
+    ----------
+    K : sequence of C ndarrays of shape (n, n)
+        The prior covariance of each class's latent function, Fortran-ordered
+        float64 (the same array repeated when the classes share a kernel).
+    y : ndarray of shape (n,)
+        Integer labels in ``0 .. C - 1``.
+    likelihood : Softmax
+    init : dict, optional
+        A previous result's ``state`` (``{"alpha": ...}`` of shape (C, n)):
+        Newton starts from ``f = K alpha`` when that beats ``f = 0``.
+    compute_gradient : bool
+        Whether to compute ``dK``, including the implicit term through the mode.
+    tol : float, default=1e-10
+        Converged when a Newton step moves the mode by at most
+        ``tol * (1 + max|f|)`` (that step is taken).
+    max_iter : int, default=100
+        Maximum number of Newton steps; a ConvergenceWarning is issued when reached.
+
+    Returns
+    -------
+    InferenceResult
+        ``posterior`` a :class:`gpc.posterior.MultinomialPosterior`;
+        ``log_evidence`` R&W's eq. 3.44 (with the ``log|P|`` term its
+        Algorithm 3.3 omits); ``dK`` of shape (C, n, n), ``dK[c]`` the derivative
+        with respect to ``K_c`` (sum over c for a shared K); ``state =
+        {"alpha": alpha}``; ``info`` with ``n_halvings`` besides the common keys.
+
+    Notes
+    -----
+    ``W``, the negative Hessian of ``log softmax``, couples the classes at each
+    point: ``W = D - Pi Pi'`` with ``D = diag(pi)``.  Woodbury's identity and
+    ``sum_c D_c = I`` reduce every solve with ``I + K W`` to the C matrices
+    ``B_c`` and one ``n x n`` matrix ``P = sum_c E_c`` (R&W eq. 3.40).  Each
+    Newton step is halved until ``psi`` does not decrease, so the iteration
+    converges from any start (``psi`` is concave).
+    """
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_integer(max_iter, "max_iter", 0)
+    C, n = len(K), K[0].shape[0]
+    Y = np.zeros((C, n))
+    Y[y, np.arange(n)] = 1.0
+    alpha0 = np.zeros((C, n))
+    if init is not None and "alpha" in init:
+        a = np.asarray(init["alpha"], dtype=np.float64)
+        if (a.shape == (C, n) and np.isfinite(a).all()
+                and _objective(K, a, _mv(K, a), Y) > -n * np.log(C)):
+            alpha0 = a.copy()
+    alpha, F, pi, fac, n_iter, converged, halvings = _mode(K, Y, alpha0, float(tol),
+                                                            int(max_iter))
+    if not converged:
+        warnings.warn(
+            f"multinomial Laplace: Newton's method did not converge in {n_iter} "
+            f"iterations (max_iter={max_iter}); the evidence and its gradient are "
+            "approximate.", ConvergenceWarning, stacklevel=3)
+    log_evidence = _objective(K, alpha, F, Y) - fac.half_logdet
+    dK = _evidence_dK(K, fac, pi, alpha) if compute_gradient else None
+    return InferenceResult(
+        posterior=MultinomialPosterior(alpha, fac.E, fac.M, marginal_mean=F.T),
+        log_evidence=log_evidence, dK=dK,
+        dlik=np.zeros(0) if compute_gradient else None,
+        state={"alpha": alpha},
+        info={"method": "laplace", "likelihood": likelihood.name, "n_iter": n_iter,
+              "converged": bool(converged), "n_halvings": halvings, "jitter": 0.0})
