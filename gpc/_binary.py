@@ -1,0 +1,399 @@
+"""The binary Gaussian process classifier behind :class:`gpc.GaussianProcessClassifier`."""
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
+                          check_integer)
+from .inference import get_method
+from .inference._base import (InferenceResult, check_options,
+                              checked_kernel_matrix)
+from .kernels import (as_kernel, cross_covariance_chunks, has_white_noise,
+                      kernel_matrix)
+from .likelihoods import get_likelihood
+from .inference.evidence import EvidenceObjective, data_fingerprint
+from .optimize import maximize_evidence
+_DEFAULT_METHOD = "laplace"
+#: Elements (float64) of one block of cross-covariances in prediction (32 MB).
+_PREDICT_BLOCK = 1 << 22
+#: Class probabilities closer than this count as tied (see ``predict_proba``).
+_TIE_TOL = 1e-12
+
+
+def _is_online(estimator):
+    """partial_fit exists only for the online method."""
+    return estimator.method == "adf"
+
+
+def _concatenate(a, b):
+    """Training inputs followed by new ones (arrays, or lists for other kernels)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.concatenate([a, b])
+    return list(a) + list(b)
+
+
+def classes_from_proba(classes, proba):
+    """``predict`` from ``predict_proba``: with two classes ``classes[1]`` exactly
+    where ``proba[:, 1] >= 0.5`` (a tie goes to ``classes[1]``, as scikit-learn's
+    tests require), with more the class of largest probability."""
+    if len(classes) == 2:
+        return np.where(proba[:, 1] >= 0.5, classes[1], classes[0])
+    return classes[np.argmax(proba, axis=1)]
+
+
+def _at_bounds(estimator, atol=1e-6):
+    """Names of the learnt kernel hyperparameters of a fitted binary estimator
+    that ended at one of their bounds (none when nothing was learnt)."""
+    if getattr(estimator, "optimizer_result_", None) is None:
+        return []
+    kernel = estimator.kernel_
+    names = [h.name if h.n_elements == 1 else f"{h.name}[{k}]"
+             for h in kernel.hyperparameters if not h.fixed
+             for k in range(h.n_elements)]
+    theta, bounds = kernel.theta, kernel.bounds
+    close = (np.isclose(theta, bounds[:, 0], rtol=0.0, atol=atol)
+             | np.isclose(theta, bounds[:, 1], rtol=0.0, atol=atol))
+    return [name for name, c in zip(names, close) if c]
+
+
+def kernel_priors(priors, kernels):
+    """``priors`` (dict by hyperparameter name, or a sequence aligned with the
+    kernels' thetas one after another) checked and made a list aligned with
+    them; None without priors.  A name given in the dict applies to that
+    hyperparameter of every kernel."""
+    if priors is None:
+        return None
+    free = [h for k in kernels for h in k.hyperparameters if not h.fixed]
+    names = [h.name for h in free]
+    n_theta = sum(len(k.theta) for k in kernels)
+    if isinstance(priors, Mapping):
+        unknown = set(priors) - set(names)
+        if unknown:
+            raise ValueError(f"priors names unknown hyperparameters {sorted(unknown)}"
+                             f"; the free ones are {sorted(set(names))}.")
+        entries = priors.items()
+        out = [priors.get(h.name) for h in free for _ in range(h.n_elements)]
+    elif isinstance(priors, (Sequence, np.ndarray)) and not isinstance(priors, str):
+        entries = enumerate(priors)
+        out = list(priors)
+        if len(out) != n_theta:
+            raise ValueError(f"priors has {len(out)} entries; the kernel has "
+                             f"{n_theta} free log-hyperparameters.")
+    else:
+        raise TypeError("priors must be a dict by hyperparameter name or a "
+                        f"sequence aligned with kernel.theta, got {priors!r}.")
+    for key, prior in entries:
+        if not (prior is None or callable(getattr(prior, "log_density", None))):
+            raise TypeError(f"priors[{key!r}] must be None or a prior such as "
+                            "gpc.LogNormalPrior or gpc.GammaPrior (an object with "
+                            f"log_density(theta)), got {prior!r}.")
+    return out
+
+
+def _default_kernel():
+    return C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
+
+
+class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
+    """Binary GP classifier on any inference method of gpc (used by the public class).
+
+    Parameters are those of :class:`GaussianProcessClassifier` less ``multi_class``
+    and ``n_jobs``.
+    """
+
+    _multinomial = False
+
+    def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
+                 max_iter_predict=100, warm_start=False, copy_X_train=True,
+                 random_state=None, method=_DEFAULT_METHOD, likelihood="logit",
+                 inference_options=None, priors=None, verbose=0):
+        self.kernel = kernel
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter_predict = max_iter_predict
+        self.warm_start = warm_start
+        self.copy_X_train = copy_X_train
+        self.random_state = random_state
+        self.method = method
+        self.likelihood = likelihood
+        self.inference_options = inference_options
+        self.priors = priors
+        self.verbose = verbose
+
+    def _check_memory(self, n):
+        """MemoryError, before any n x n allocation, when a fit on n points cannot
+        fit in memory (see ``check_full_fit_memory``)."""
+        check_full_fit_memory(n, f"GaussianProcessClassifier(method={self.method!r})")
+
+    def _inference_options(self):
+        """``inference_options`` checked, with the method's iteration limit set
+        from ``max_iter_predict`` unless they give it."""
+        options = check_options(self.method, self.inference_options,
+                                reserved=("workspace", "resume"),
+                                multinomial=self._multinomial)
+        option = get_method(self.method, self._multinomial).max_iter_option
+        if option is not None:
+            options.setdefault(option, self.max_iter_predict)
+        return options
+
+    def _check_fit_params(self):
+        """Check the parameters that do not depend on the model; return the
+        registered inference method."""
+        inference = get_method(self.method, self._multinomial)
+        check_integer(self.max_iter_predict, "max_iter_predict", 1)
+        check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", 0)
+        optimizer = self.optimizer
+        if not (optimizer is None or callable(optimizer)
+                or (isinstance(optimizer, str) and optimizer == "fmin_l_bfgs_b")):
+            raise ValueError(f"optimizer must be 'fmin_l_bfgs_b', a callable or None, "
+                             f"got {optimizer!r}.")
+        self._inference_options()
+        return inference
+
+    def _setup(self):
+        """Check the parameters (at the start of fit and partial_fit, and of
+        GaussianProcessClassifier's fit through its ``_check_params``); return a
+        fresh kernel, the likelihood, the registered inference method
+        (:class:`gpc.inference.InferenceMethod`) and the priors aligned with the
+        kernel's theta (None without priors)."""
+        kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
+        likelihood = get_likelihood(self.likelihood)
+        if likelihood.multinomial:
+            raise ValueError("the 'softmax' likelihood is the multinomial model's: "
+                             "use multi_class='multinomial' (with the default "
+                             "likelihood='logit').")
+        if not likelihood.is_classification:
+            raise ValueError(f"likelihood {likelihood.name!r} is a regression likelihood;"
+                             " GaussianProcessClassifier needs a classification one "
+                             "(logit, probit, noisy_threshold, step).")
+        inference = self._check_fit_params()
+        optimizer = self.optimizer
+        if (optimizer is not None and inference.learning_needs_noise
+                and kernel.n_dims > 0 and not has_white_noise(kernel)):
+            raise ValueError(
+                f"method={self.method!r} learns a kernel's hyperparameters only when "
+                "the kernel has a white-noise term: without one its free energy "
+                "rises towards the noise-free limit (an unbounded signal variance, "
+                "short length scales) and gives poor probabilities.  Add a noise "
+                "term (e.g. + WhiteKernel(1e-2)), or learn the hyperparameters with "
+                "another method (e.g. 'ep') and pass its kernel_ with optimizer=None.")
+        return kernel, likelihood, inference, kernel_priors(self.priors, [kernel])
+
+    def fit(self, X, y):
+        """Fit the binary classifier (all state is set only once fitting succeeded).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+        y : array-like of shape (n_samples,), two classes
+
+        Returns
+        -------
+        self
+        """
+        kernel, likelihood, inference, priors = self._setup()
+        encoder = LabelEncoder()
+        y01 = encoder.fit_transform(y)
+        classes = encoder.classes_
+        if classes.size > 2:
+            raise ValueError(f"{type(self).__name__} supports only binary classification;"
+                             f" y contains classes {classes}.")
+        if classes.size == 1:
+            raise ValueError(f"{type(self).__name__} requires 2 classes; got 1 class.")
+        y_pm = 2.0 * y01 - 1.0
+        self._check_memory(len(y01))
+        X_train = np.copy(X) if self.copy_X_train else X
+        key = data_fingerprint(X_train, y01)
+        state = None
+        previous = getattr(self, "_warm_state", None)
+        if self.warm_start and previous is not None and previous[0] == key:
+            state = previous[1]
+
+        K, jitter = checked_kernel_matrix(kernel, X_train)
+        objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
+                                      self._inference_options(), state=state,
+                                      jitter=jitter,
+                                      learn_likelihood=self.optimizer is not None, K=K)
+        del K     # the objective's first evaluation uses it (then drops it)
+        learn = self.optimizer is not None and objective.theta.shape[0] > 0
+        if learn and not inference.has_gradient:
+            raise ValueError(
+                f"method={self.method!r} has no evidence gradient, so the optimizer "
+                "cannot learn the kernel's hyperparameters: pass optimizer=None (or "
+                "fix them in the kernel), e.g. with hyperparameters learnt by another "
+                "method (its kernel_).")
+        optimum = None
+        try:
+            if learn:
+                if priors is not None:    # none on learnt likelihood parameters
+                    priors = priors + [None] * (objective.theta.shape[0] - len(priors))
+                optimum = maximize_evidence(
+                    objective, objective.theta, objective.bounds,
+                    optimizer=self.optimizer, n_restarts=self.n_restarts_optimizer,
+                    random_state=self.random_state, priors=priors,
+                    verbose=self.verbose)
+                objective._set_theta(optimum.theta)
+                kernel.theta = objective.kernel.theta
+                likelihood = objective.likelihood
+                if kernel.n_dims:
+                    kernel._check_bounds_params()
+            result, _ = objective.infer(objective.theta, compute_gradient=False)
+        except NotPositiveDefiniteError as exc:
+            raise NotPositiveDefiniteError(
+                f"The kernel {kernel!r} gives a covariance matrix that is not positive "
+                f"semi-definite on the training data: {exc}") from exc
+        self._store(kernel, likelihood, X_train, y01, classes, jitter, result, optimum,
+                    key)
+        return self
+
+    @available_if(_is_online)
+    def partial_fit(self, X, y, classes=None):
+        """Add examples to an online (``method="adf"``) fit without refitting.
+
+        The new examples are presented once each, in order, after those already
+        seen; the kernel's hyperparameters are kept (no optimisation).  Fitting the
+        data in several calls gives the model of one ``fit`` on all of it (with the
+        default ``n_sweeps=1``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (2,), default=None
+            Both classes; required on the first call (as in scikit-learn), checked
+            against ``classes_`` afterwards.
+
+        Returns
+        -------
+        self
+        """
+        kernel, likelihood, inference, _ = self._setup()
+        fitted = hasattr(self, "posterior_")
+        if classes is None and not fitted:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        if classes is not None:
+            classes = np.unique(classes)
+            if classes.size != 2:
+                raise ValueError(f"{type(self).__name__} needs exactly 2 classes, got "
+                                 f"{classes}.")
+            if fitted and not np.array_equal(classes, self.classes_):
+                raise ValueError(f"classes {classes} differ from those of the earlier "
+                                 f"calls, {self.classes_}.")
+        y = np.asarray(y)
+        unknown = np.setdiff1d(y, classes if classes is not None else self.classes_)
+        if unknown.size:
+            raise ValueError(f"y contains labels {unknown} outside the classes "
+                             f"{classes if classes is not None else self.classes_}.")
+        X_new = np.copy(X) if self.copy_X_train else X
+        if fitted:
+            kernel, likelihood, classes = self.kernel_, self.likelihood_, self.classes_
+            X_train = _concatenate(self.X_train_, X_new)
+            y01 = np.concatenate([self.y_train_, np.searchsorted(classes, y)])
+            resume = self._warm_state[1]
+        else:
+            X_train, y01, resume = X_new, np.searchsorted(classes, y), None
+        self._check_memory(len(y01))
+        K = kernel_matrix(kernel, X_train)
+        options = dict(self._inference_options(), n_sweeps=1, resume=resume)
+        result = inference(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
+        self._store(kernel, likelihood, X_train, y01, classes, 0.0, result, None,
+                    data_fingerprint(X_train, y01))
+        return self
+
+    def _store(self, kernel, likelihood, X_train, y01, classes, jitter, result, optimum,
+               key):
+        self.kernel_ = kernel
+        self.likelihood_ = likelihood
+        self.X_train_ = X_train
+        self.y_train_ = y01
+        self.classes_ = classes
+        self.jitter_ = jitter
+        self.posterior_ = result.posterior
+        self.log_marginal_likelihood_value_ = np.float64(result.log_evidence)
+        self.inference_info_ = result.info
+        self.optimizer_result_ = optimum
+        self._warm_state = (key, result.state)
+
+    def _latent_chunks(self, X, posterior):
+        """``(slice, mean, var)`` of the latent function at X, block by block of
+        the rows of X, so that memory stays flat in the number of test points."""
+        chunk = max(1, _PREDICT_BLOCK // max(len(self.X_train_), 1))
+        for start, K_cross, k_diag in cross_covariance_chunks(
+                self.kernel_, self.X_train_, X, chunk):
+            mean, var = posterior.latent_mean_and_variance(K_cross, k_diag,
+                                                           overwrite_cross=True)
+            yield slice(start, start + mean.shape[0]), mean, var
+
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent function at X."""
+        check_is_fitted(self)
+        mean, var = np.empty(len(X)), np.empty(len(X))
+        for sl, mean_c, var_c in self._latent_chunks(X, self.posterior_):
+            mean[sl], var[sl] = mean_c, var_c
+        return mean, var
+
+    def predict(self, X):
+        """The class of largest probability (see :func:`classes_from_proba`)."""
+        return classes_from_proba(self.classes_, self.predict_proba(X))
+
+    def predict_proba(self, X):
+        """Probabilities of the two classes, columns in the order of ``classes_``."""
+        check_is_fitted(self)
+        return self.proba_from(self.posterior_, X)
+
+    def proba_from(self, posterior, X):
+        """Class probabilities at X under another posterior of the latent function
+        on the training inputs (an alternative to the fitted one, such as the
+        Jaakkola-Jordan upper bound's), with the fitted kernel and likelihood."""
+        p1 = np.empty(len(X))
+        for sl, mean, var in self._latent_chunks(X, posterior):
+            p1[sl] = self.likelihood_.predict(mean, var)
+        np.clip(p1, 0.0, 1.0, out=p1)
+        return np.column_stack([1.0 - p1, p1])
+
+    def _fitted_result(self, theta):
+        """The fit's result with its ``dK`` when theta is the fitted one and the
+        method can give ``dK`` from the fitted posterior without running again
+        (see :func:`gpc.inference.register`); else None."""
+        posterior_dK = get_method(self.method).posterior_dK
+        if posterior_dK is None or not np.array_equal(theta, self.kernel_.theta):
+            return None
+        dK = posterior_dK(self.posterior_, self.inference_info_)
+        if dK is None:
+            return None
+        return InferenceResult(self.posterior_, self.log_marginal_likelihood_value_,
+                               dK=dK)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Log evidence at kernel hyperparameters theta (fitted ones if None)."""
+        check_is_fitted(self)
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != self.kernel_.theta.shape:
+            raise ValueError(f"theta must have shape {self.kernel_.theta.shape}, got "
+                             f"{theta.shape}.")
+        kernel = self.kernel_.clone_with_theta(theta) if clone_kernel else self.kernel_
+        if not clone_kernel:
+            kernel.theta = theta
+        objective = EvidenceObjective(
+            kernel, self.X_train_, 2.0 * self.y_train_ - 1.0, self.likelihood_,
+            self.method, self._inference_options(), state=self._warm_state[1],
+            jitter=self.jitter_)
+        if eval_gradient:
+            fitted = self._fitted_result(theta)
+            if fitted is not None:
+                return np.float64(fitted.log_evidence), objective.gradient(fitted)
+            value, grad = objective(theta)
+            return np.float64(value), grad
+        result, _ = objective.infer(theta, compute_gradient=False)
+        return np.float64(result.log_evidence)

@@ -1,0 +1,211 @@
+"""The multinomial (softmax) Gaussian process classifier: one joint model of C
+latent functions, behind ``GaussianProcessClassifier(multi_class="multinomial")``."""
+
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.gaussian_process.kernels import CompoundKernel
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.validation import check_is_fitted
+
+from ._binary import (_BinaryGaussianProcessClassifier, _default_kernel,
+                      kernel_priors)
+from ._validation import NotPositiveDefiniteError
+from .inference._base import checked_kernel_matrix
+from .inference.evidence import data_fingerprint
+from .kernels import as_kernel, contract, cross_covariance_chunks, kernel_matrix
+from .likelihoods import Softmax, get_likelihood
+from .optimize import maximize_evidence
+
+
+class MultinomialEvidence:
+    """The joint log evidence of the kernels' hyperparameters on fixed data.
+
+    theta is the shared kernel's theta, or the per-class kernels' thetas one
+    after another; each call runs the method warm-started from the previous
+    call's state and contracts its ``dK`` with each kernel's gradient.
+    """
+
+    def __init__(self, kernels, shared, X, y, likelihood, method, options, state=None,
+                 jitters=None):
+        self.kernels = [k.clone_with_theta(k.theta) for k in kernels]
+        self.shared = shared
+        self.X, self.y, self.likelihood = X, y, likelihood
+        self.method, self.options, self.state = method, dict(options), state
+        self.jitters = list(jitters) if jitters is not None else [0.0] * len(kernels)
+        self._sizes = np.cumsum([0] + [len(k.theta) for k in self.kernels])
+
+    @property
+    def theta(self):
+        return np.concatenate([k.theta for k in self.kernels])
+
+    @property
+    def bounds(self):
+        return np.vstack([k.bounds.reshape(-1, 2) for k in self.kernels])
+
+    def set_theta(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self._sizes[-1],):
+            raise ValueError(f"theta must have shape ({self._sizes[-1]},), got "
+                             f"{theta.shape}.")
+        for k, (a, b) in enumerate(zip(self._sizes[:-1], self._sizes[1:])):
+            self.kernels[k] = self.kernels[k].clone_with_theta(theta[a:b])
+
+    def infer(self, theta=None, compute_gradient=True):
+        """Run the method at theta; returns ``(result, kernel matrices)``."""
+        if theta is not None:
+            self.set_theta(theta)
+        Ks = []
+        for kernel, jitter in zip(self.kernels, self.jitters):
+            K = kernel_matrix(kernel, self.X, error=FloatingPointError)
+            if jitter:
+                K = np.array(K, order="F", copy=True)
+                K[np.diag_indices_from(K)] += jitter
+            Ks.append(K)
+        C = self.likelihood.n_classes
+        res = self.method(tuple(Ks * C if self.shared else Ks), self.y, self.likelihood,
+                          init=self.state, compute_gradient=compute_gradient,
+                          **self.options)
+        self.state = res.state
+        return res, Ks
+
+    def __call__(self, theta):
+        """``(log_evidence, gradient)`` at theta."""
+        res, Ks = self.infer(theta)
+        return res.log_evidence, self.gradient(res, Ks)
+
+    def gradient(self, res, Ks):
+        dK = [res.dK.sum(axis=0)] if self.shared else res.dK
+        return np.concatenate([
+            contract(k, self.X, d, K=None if j else K)
+            for k, d, K, j in zip(self.kernels, dK, Ks, self.jitters)])
+
+
+class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
+    """The joint softmax model (used by :class:`GaussianProcessClassifier` with
+    ``multi_class="multinomial"``); ``kernel`` may be a list, one per class."""
+
+    _multinomial = True
+
+    def _setup(self):
+        """Check the parameters; return the fresh kernels (one when shared),
+        whether they are shared, and the registered method."""
+        kernel = self.kernel
+        shared = kernel is None or not isinstance(kernel, Sequence)
+        if shared:
+            kernels = [_default_kernel() if kernel is None else clone(as_kernel(kernel))]
+        else:
+            if len(kernel) < 2:
+                raise ValueError("kernel must be one kernel or a list of one kernel per "
+                                 f"class (at least 2), got {len(kernel)}.")
+            kernels = [clone(as_kernel(k)) for k in kernel]
+        likelihood = get_likelihood(self.likelihood)
+        if likelihood.name not in ("logit", "softmax"):
+            raise ValueError("multi_class='multinomial' is the softmax model, whose "
+                             f"two-class form is the logit: likelihood={likelihood.name!r}"
+                             " is not available for it (use 'logit').")
+        return kernels, shared, self._check_fit_params()
+
+    def fit(self, X, y):
+        """Fit the joint model (all state is set only once fitting succeeded)."""
+        kernels, shared, inference = self._setup()
+        encoder = LabelEncoder()
+        labels = encoder.fit_transform(y)
+        classes = encoder.classes_
+        if classes.size < 2:
+            raise ValueError("the multinomial model requires 2 or more classes; got "
+                             f"{classes.size}.")
+        if not shared and len(kernels) != classes.size:
+            raise ValueError(f"kernel is a list of {len(kernels)} kernels, but y has "
+                             f"{classes.size} classes (one kernel per class).")
+        self._check_memory(len(labels))
+        X_train = np.copy(X) if self.copy_X_train else X
+        key = data_fingerprint(X_train, labels)
+        previous = getattr(self, "_warm_state", None)
+        state = previous[1] if self.warm_start and previous and previous[0] == key \
+            else None
+        try:
+            jitters = [checked_kernel_matrix(k, X_train)[1] for k in kernels]
+        except NotPositiveDefiniteError as exc:
+            raise NotPositiveDefiniteError(
+                f"A kernel gives a covariance matrix that is not positive "
+                f"semi-definite on the training data: {exc}") from exc
+        objective = MultinomialEvidence(
+            kernels, shared, X_train, labels, Softmax(n_classes=classes.size),
+            inference, self._inference_options(), state, jitters)
+        optimum = None
+        if self.optimizer is not None and objective.theta.shape[0] > 0:
+            optimum = maximize_evidence(
+                objective, objective.theta, objective.bounds, optimizer=self.optimizer,
+                n_restarts=self.n_restarts_optimizer, random_state=self.random_state,
+                priors=kernel_priors(self.priors, objective.kernels),
+                verbose=self.verbose)
+            objective.set_theta(optimum.theta)
+        result, _ = objective.infer(compute_gradient=False)
+        self.kernels_ = objective.kernels
+        self._shared = shared
+        self.likelihood_ = objective.likelihood
+        self.X_train_, self.y_train_, self.classes_ = X_train, labels, classes
+        self.jitter_ = jitters
+        self.posterior_ = result.posterior
+        self.log_marginal_likelihood_value_ = np.float64(result.log_evidence)
+        self.inference_info_ = result.info
+        self.optimizer_result_ = optimum
+        self._warm_state = (key, result.state)
+        return self
+
+    @property
+    def kernel_(self):
+        """The fitted kernel: the shared one, or a CompoundKernel of the classes'."""
+        check_is_fitted(self, "kernels_")
+        return self.kernels_[0] if self._shared else CompoundKernel(self.kernels_)
+
+    def _cross_chunks(self, X):
+        """``(slice, K_cross, k_diag)`` per block of X, K_cross of shape (n, m) when
+        the kernel is shared, else (C, n, m)."""
+        chunk = max(1, (1 << 22) // (max(len(self.X_train_), 1) * len(self.kernels_)))
+        streams = [cross_covariance_chunks(k, self.X_train_, X, chunk)
+                   for k in self.kernels_]
+        for blocks in zip(*streams):
+            start, m = blocks[0][0], blocks[0][1].shape[1]
+            if self._shared:
+                yield slice(start, start + m), blocks[0][1], blocks[0][2]
+            else:
+                yield (slice(start, start + m), np.stack([b[1] for b in blocks]),
+                       np.stack([b[2] for b in blocks]))
+
+    def latent_mean_and_variance(self, X):
+        """Latent means (m, C) and covariances (m, C, C) at X."""
+        check_is_fitted(self)
+        C = self.classes_.size
+        mean, cov = np.empty((len(X), C)), np.empty((len(X), C, C))
+        for sl, K_cross, k_diag in self._cross_chunks(X):
+            mean[sl], cov[sl] = self.posterior_.latent_mean_and_covariance(K_cross,
+                                                                           k_diag)
+        return mean, cov
+
+    def predict_proba(self, X):
+        """Class probabilities (m, C), columns in the order of ``classes_``."""
+        check_is_fitted(self)
+        return self.likelihood_.predict(*self.latent_mean_and_variance(X))
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Joint log evidence at theta (the fitted one if None): the shared
+        kernel's theta, or the classes' thetas one after another."""
+        check_is_fitted(self)
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        objective = MultinomialEvidence(
+            self.kernels_, self._shared, self.X_train_, self.y_train_, self.likelihood_,
+            self._check_fit_params(), self._inference_options(), self._warm_state[1],
+            self.jitter_)
+        if eval_gradient:
+            value, grad = objective(theta)
+        else:
+            value = objective.infer(theta, compute_gradient=False)[0].log_evidence
+        if not clone_kernel:
+            self.kernels_ = objective.kernels
+        return (np.float64(value), grad) if eval_gradient else np.float64(value)

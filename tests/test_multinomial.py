@@ -1,0 +1,201 @@
+"""The multinomial (softmax) model through the estimator and the K-level API:
+scikit-learn compatibility, learning, errors.  Its numbers against dense
+references are in test_multinomial_reference.py."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, CompoundKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_estimator
+
+import gpc
+from gpc import GaussianProcessClassifier, LogNormalPrior
+from gpc.likelihoods import Softmax, get_likelihood
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    rng = np.random.RandomState(0)
+    idx = rng.permutation(len(y))[:90]
+    return X[idx], y[idx]
+
+
+def multinomial(kernel=None, **kw):
+    return GaussianProcessClassifier(kernel, multi_class="multinomial", **kw)
+
+
+def test_fit_learns_the_shared_kernel(iris):
+    X, y = iris
+    kernel = C(1.0) * RBF(1.0)
+    clf = multinomial(kernel).fit(X, y)
+    start = multinomial(kernel, optimizer=None).fit(X, y)
+    assert clf.log_marginal_likelihood_value_ > start.log_marginal_likelihood_value_
+    # At the optimum inside the bounds the gradient vanishes.
+    _, grad = clf.log_marginal_likelihood(clf.kernel_.theta, eval_gradient=True)
+    assert np.max(np.abs(grad)) < 1e-3
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(y), 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    assert clf.score(X, y) > 0.9
+    assert np.array_equal(clf.predict(X), clf.classes_[proba.argmax(axis=1)])
+    mean, cov = clf.latent_mean_and_variance(X[:5])
+    assert mean.shape == (5, 3) and cov.shape == (5, 3, 3)
+    np.testing.assert_allclose(cov, cov.transpose(0, 2, 1), atol=1e-12)
+    assert np.all(np.linalg.eigvalsh(cov) > -1e-10)
+
+
+def test_per_class_kernels(iris):
+    X, y = iris
+    kernels = [C(1.0) * RBF(1.0), C(2.0) * RBF(0.5), C(1.0) * RBF(2.0)]
+    clf = multinomial(kernels).fit(X, y)
+    assert isinstance(clf.kernel_, CompoundKernel)
+    assert len(clf.kernel_.theta) == 6
+    # The user's kernels are untouched (scikit-learn's rule).
+    assert kernels[1].k2.length_scale == 0.5
+    # Each class's hyperparameters moved on their own.
+    learnt = clf.kernel_.theta.reshape(3, 2)
+    assert not np.allclose(learnt[0], learnt[1])
+    shared = multinomial(C(1.0) * RBF(1.0)).fit(X, y)
+    assert clf.log_marginal_likelihood_value_ >= shared.log_marginal_likelihood_value_ - 1e-6
+
+
+def test_gradient_of_the_estimator_is_finite_differences(iris):
+    X, y = iris
+    clf = multinomial([RBF(1.0), RBF(0.7), RBF(1.5)], optimizer=None).fit(X[:40], y[:40])
+    theta = clf.kernel_.theta
+    value, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
+    assert value == pytest.approx(clf.log_marginal_likelihood_value_, abs=1e-10)
+    h = 1e-5
+    for i in range(theta.size):
+        e = np.zeros_like(theta)
+        e[i] = h
+        fd = (clf.log_marginal_likelihood(theta + e)
+              - clf.log_marginal_likelihood(theta - e)) / (2 * h)
+        assert grad[i] == pytest.approx(fd, rel=1e-5, abs=1e-7)
+
+
+def test_two_classes_is_the_binary_logit_with_twice_the_kernel(iris):
+    X, y = iris
+    X, y = X[y != 2], y[y != 2]
+    kernel = C(1.5, "fixed") * RBF(0.8, "fixed")
+    joint = multinomial(kernel).fit(X, y)
+    binary = GaussianProcessClassifier(C(3.0, "fixed") * RBF(0.8, "fixed")).fit(X, y)
+    assert joint.log_marginal_likelihood_value_ == pytest.approx(
+        binary.log_marginal_likelihood_value_, abs=1e-10)
+    # The predictive: a one-dimensional point set for two classes.
+    np.testing.assert_allclose(joint.predict_proba(X), binary.predict_proba(X),
+                               atol=1e-4)
+
+
+def test_priors_and_restarts(iris):
+    X, y = iris
+    kernel = C(1.0, (1e-2, 1e2)) * RBF(1.0, (1e-1, 1e1))
+    tight = {"k2__length_scale": LogNormalPrior(np.log(5.0), 0.01)}
+    clf = multinomial(kernel, priors=tight).fit(X, y)
+    assert clf.kernel_.k2.length_scale == pytest.approx(5.0, rel=0.05)
+    a = multinomial(kernel, n_restarts_optimizer=2, random_state=0).fit(X, y)
+    b = multinomial(kernel, n_restarts_optimizer=2, random_state=0).fit(X, y)
+    assert len(a.base_estimator_.optimizer_result_.runs) == 3
+    np.testing.assert_array_equal(a.kernel_.theta, b.kernel_.theta)
+
+
+def test_warm_start_reuses_the_mode(iris):
+    X, y = iris
+    clf = multinomial(C(1.0) * RBF(1.0), optimizer=None, warm_start=True).fit(X, y)
+    cold = clf.base_estimator_.inference_info_["n_iter"]
+    clf.fit(X, y)
+    assert clf.base_estimator_.inference_info_["n_iter"] < cold
+
+
+def test_scikit_learn_tools(iris):
+    X, y = iris
+    clf = multinomial(C(1.0) * RBF(1.0), optimizer=None)
+    pipe = make_pipeline(StandardScaler(), clf)
+    assert cross_val_score(pipe, X, y, cv=3).mean() > 0.85
+    grid = GridSearchCV(clf, {"kernel": [RBF(0.5), RBF(2.0)]}, cv=3).fit(X, y)
+    assert grid.best_params_["kernel"] in (RBF(0.5), RBF(2.0))
+    fitted = clf.fit(X, y)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(again.predict_proba(X), fitted.predict_proba(X))
+    copy = clone(multinomial([RBF(1.0), RBF(2.0), RBF(3.0)]))
+    assert copy.kernel[2].length_scale == 3.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_check_estimator():
+    check_estimator(multinomial())
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(kernel=[RBF(), RBF()]), "multi_class='multinomial'"),
+    (dict(multi_class="multinomial", likelihood="probit"), "use 'logit'"),
+    (dict(multi_class="multinomial", method="ep"), "multinomial model"),
+    (dict(likelihood="softmax"), "multi_class='multinomial'"),
+    (dict(multi_class="joint"), "'multinomial'"),
+])
+def test_parameters_refused_before_the_data(iris, kwargs, match):
+    X, y = iris
+    with pytest.raises(ValueError, match=match):
+        GaussianProcessClassifier(**kwargs).fit(X, y)
+
+
+def test_kernel_list_must_match_the_classes(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="one kernel per class"):
+        multinomial([RBF(), RBF()]).fit(X, y)
+
+
+def test_infer_checks_the_problem():
+    K = np.eye(3)
+    with pytest.raises(ValueError, match="labels 0 .. 2 - 1"):
+        gpc.infer(K, [0, 1, 2], likelihood=Softmax(n_classes=2))
+    with pytest.raises(ValueError, match="C >= 2"):
+        gpc.infer(K, [0, 0, 0], likelihood="softmax")
+    with pytest.raises(ValueError, match="there are 2 classes"):
+        gpc.infer(np.stack([K, K]), [0, 1, 2], likelihood="softmax")
+    with pytest.raises(ValueError, match=r"shape \(2, 3\)"):
+        gpc.infer(K, [0, 1, 0], likelihood="softmax", init={"alpha": np.zeros(3)})
+    with pytest.raises(ValueError, match="at least one example"):
+        gpc.infer(np.zeros((0, 0)), [], likelihood="softmax")
+    with pytest.raises(ValueError, match="multinomial model"):
+        gpc.infer(K, [0, 1, 0], method="ep", likelihood="softmax")
+    assert gpc.available_methods(multinomial=True) == ["laplace"]
+
+
+def test_infer_warm_start_and_iteration_limit():
+    rng = np.random.RandomState(1)
+    X = rng.randn(30, 2)
+    y = np.argmax(X @ rng.randn(2, 3), axis=1)
+    K = 4.0 * np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    cold = gpc.infer(K, y, likelihood="softmax")
+    warm = gpc.infer(K, y, likelihood="softmax", init=cold.state)
+    assert warm.info["n_iter"] < cold.info["n_iter"]
+    assert warm.log_evidence == pytest.approx(cold.log_evidence, abs=1e-10)
+    # An explicit class with no example: its latent function stays at the prior
+    # mean in the mode's sum, and the evidence is that of three classes.
+    four = gpc.infer(K, y, likelihood=Softmax(n_classes=4))
+    assert four.dK.shape == (4, 30, 30) and four.log_evidence < cold.log_evidence
+    with pytest.warns(ConvergenceWarning):
+        gpc.infer(K, y, likelihood="softmax", max_iter=1)
+
+
+def test_softmax_predict_two_classes_is_the_logit():
+    rng = np.random.RandomState(2)
+    mean = rng.randn(20, 2) * 2
+    A = rng.randn(20, 2, 2)
+    cov = A @ A.transpose(0, 2, 1)
+    p = Softmax().predict(mean, cov)
+    d_mean = mean[:, 1] - mean[:, 0]
+    d_var = cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1]
+    np.testing.assert_allclose(p[:, 1], get_likelihood("logit").predict(d_mean, d_var),
+                               atol=1e-4)
