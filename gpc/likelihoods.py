@@ -1079,6 +1079,13 @@ def softmax(F, axis=0):
     return P
 
 
+def log_normaliser(F, axis=0):
+    """``log(sum(exp(F)))`` along ``axis``, without overflow."""
+    F = np.asarray(F, dtype=np.float64)
+    top = np.max(F, axis=axis, keepdims=True)
+    return np.squeeze(top, axis) + np.log(np.sum(np.exp(F - top), axis=axis))
+
+
 #: Elements (float64) of one block of latent samples in Softmax.predict (16 MB).
 _SAMPLE_BLOCK = 1 << 21
 
@@ -1158,9 +1165,7 @@ class Softmax(Likelihood):
         """``log p(y_i | f_i)`` for labels y (n,) and latent values F (C, n)."""
         F = np.asarray(F, dtype=np.float64)
         y = self.check_targets(y, F.shape[1])
-        top = np.max(F, axis=0)
-        lse = top + np.log(np.sum(np.exp(F - top), axis=0))
-        return F[y, np.arange(F.shape[1])] - lse
+        return F[y, np.arange(F.shape[1])] - log_normaliser(F)
 
     def _binary_only(self, *args, **kwargs):
         raise TypeError("the softmax likelihood has C latent values per example: it "

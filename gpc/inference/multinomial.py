@@ -15,7 +15,7 @@ from scipy.linalg.blas import dgemm, dsymv, dtrsm
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_integer, check_real
-from ..likelihoods import softmax
+from ..likelihoods import log_normaliser, softmax
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
 
@@ -77,6 +77,10 @@ class _Factors:
         EX = self.apply_E(X)
         return EX - self.apply_E(np.broadcast_to(self.solve_P(EX.sum(axis=0)), X.shape))
 
+    def solve(self, Ks, X):
+        """``(I + W K)^{-1} x = x - A K x`` for X of shape (C, n)."""
+        return X - self.apply_A(_mv(Ks, X))
+
 
 def _mv(Ks, X):
     """``K_c x_c`` for each class."""
@@ -85,12 +89,7 @@ def _mv(Ks, X):
 
 def _objective(Ks, alpha, F, Y):
     """``psi = log p(y | f) - f' K^{-1} f / 2`` at ``f = K alpha``."""
-    return float(-0.5 * np.sum(alpha * F) + np.sum(Y * F) - np.sum(_log_normaliser(F)))
-
-
-def _log_normaliser(F):
-    top = F.max(axis=0)
-    return top + np.log(np.sum(np.exp(F - top), axis=0))
+    return float(-0.5 * np.sum(alpha * F) + np.sum(Y * F) - np.sum(log_normaliser(F)))
 
 
 def _newton_step(Ks, fac, pi, F, alpha, Y):
@@ -98,9 +97,7 @@ def _newton_step(Ks, fac, pi, F, alpha, Y):
     9-12); ``d f = K d alpha`` rather than the difference of two ``K alpha``,
     whose rounding is of K's scale."""
     b = pi * F - pi * np.sum(pi * F, axis=0) + Y - pi      # W f + y - pi
-    c = fac.apply_E(_mv(Ks, b))
-    d_alpha = b - c + fac.apply_E(np.broadcast_to(fac.solve_P(c.sum(axis=0)),
-                                                  c.shape)) - alpha
+    d_alpha = fac.solve(Ks, b) - alpha
     return d_alpha, _mv(Ks, d_alpha)
 
 
@@ -173,7 +170,7 @@ def _evidence_dK(Ks, fac, pi, alpha):
     posterior = MultinomialPosterior(alpha, fac.E, fac.M)
     S = posterior.latent_covariance(Ks, np.stack([np.diagonal(K) for K in Ks]))
     s2 = _gradient_terms(pi, S)
-    b = s2 - fac.apply_A(_mv(Ks, s2))
+    b = fac.solve(Ks, s2)
     dK = np.empty((C, n, n))
     for c in range(C):
         V = dtrsm(1.0, fac.M, fac.E[c].T, lower=1)            # M^{-1} E_c
