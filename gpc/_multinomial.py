@@ -11,7 +11,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._binary import (_BinaryGaussianProcessClassifier, _default_kernel,
                       kernel_priors)
-from ._validation import NotPositiveDefiniteError
+from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
+                          multinomial_fit_arrays)
 from .inference._base import checked_kernel_matrix
 from .inference.evidence import data_fingerprint
 from .kernels import as_kernel, contract, cross_covariance_chunks, kernel_matrix
@@ -119,7 +120,8 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
         if not shared and len(kernels) != classes.size:
             raise ValueError(f"kernel is a list of {len(kernels)} kernels, but y has "
                              f"{classes.size} classes (one kernel per class).")
-        self._check_memory(len(labels))
+        check_full_fit_memory(len(labels), "GaussianProcessClassifier(multi_class="
+                              "'multinomial')", multinomial_fit_arrays(classes.size))
         X_train = np.copy(X) if self.copy_X_train else X
         key = data_fingerprint(X_train, labels)
         previous = getattr(self, "_warm_state", None)

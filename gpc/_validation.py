@@ -105,6 +105,13 @@ def fortran_view(A):
 FULL_FIT_ARRAYS = 3
 
 
+def multinomial_fit_arrays(n_classes):
+    """n x n float64 arrays a multinomial fit holds at once at the least: per
+    class ``E_c``, ``dK_c`` and the posterior's covariance terms, and ``P``, its
+    factor and one temporary."""
+    return 3 * n_classes + 3
+
+
 def available_memory():
     """Bytes of memory available to a new allocation without swapping (Linux's
     MemAvailable, else the free physical pages), or None where unknown."""

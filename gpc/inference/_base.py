@@ -12,7 +12,8 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky
 
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
-                           check_full_fit_memory, is_integer, is_real)
+                           check_full_fit_memory, is_integer, is_real,
+                           multinomial_fit_arrays)
 from ..kernels import is_psd_by_construction, kernel_matrix
 from ..likelihoods import get_likelihood
 
@@ -538,7 +539,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     # K exists; the method needs at least a factorisation and an inverse besides
     # (per class for the multinomial model).
     check_full_fit_memory(shape[-1], f"gpc.infer(method={method!r})",
-                          arrays=2 * shape[0] + 2 if lik.multinomial else 2)
+                          arrays=multinomial_fit_arrays(shape[0]) if lik.multinomial
+                          else 2)
     if check_psd:
         for Kc in distinct:
             psd_jitter(Kc)
