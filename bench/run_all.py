@@ -32,6 +32,7 @@ import bench_adf
 import bench_defaults
 import bench_ep
 import bench_laplace
+import bench_multinomial
 import bench_pl
 import bench_sparse
 import bench_sparse_learning
@@ -51,7 +52,8 @@ SPEED = {"defaults": bench_defaults, "laplace": bench_laplace, "ep": bench_ep,
          "sparse_learning": bench_sparse_learning, "vb": bench_vb, "speed": bench_speed}
 PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
           "paper_vb": paper_vb, "paper_sparse": paper_sparse,
-          "paper_evidence": paper_evidence, "pairs_cv": pairs_cv}
+          "paper_evidence": paper_evidence, "pairs_cv": pairs_cv,
+          "multinomial": bench_multinomial}
 ORDER = list(SPEED) + list(PAPERS)
 
 
