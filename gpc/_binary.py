@@ -310,6 +310,13 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def _store(self, kernel, likelihood, X_train, y01, classes, jitter, result, optimum,
                key):
         self.kernel_ = kernel
+        self._store_result(likelihood, X_train, y01, classes, jitter, result, optimum,
+                           key)
+
+    def _store_result(self, likelihood, X_train, y01, classes, jitter, result, optimum,
+                      key):
+        """The fitted attributes but the kernel's (shared with the multinomial
+        model, whose kernels are stored apart)."""
         self.likelihood_ = likelihood
         self.X_train_ = X_train
         self.y_train_ = y01

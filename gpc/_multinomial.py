@@ -147,14 +147,8 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
         result, _ = objective.infer(compute_gradient=False)
         self.kernels_ = objective.kernels
         self._shared = shared
-        self.likelihood_ = objective.likelihood
-        self.X_train_, self.y_train_, self.classes_ = X_train, labels, classes
-        self.jitter_ = jitters
-        self.posterior_ = result.posterior
-        self.log_marginal_likelihood_value_ = np.float64(result.log_evidence)
-        self.inference_info_ = result.info
-        self.optimizer_result_ = optimum
-        self._warm_state = (key, result.state)
+        self._store_result(objective.likelihood, X_train, labels, classes, jitters,
+                           result, optimum, key)
         return self
 
     @property
