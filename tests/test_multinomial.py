@@ -189,6 +189,18 @@ def test_infer_warm_start_and_iteration_limit():
         gpc.infer(K, y, likelihood="softmax", max_iter=1)
 
 
+def test_hopeless_conditioning_is_an_error_not_a_value():
+    # At signal variance 1e12 the first Newton step from f = 0 found no ascent
+    # (40 halvings) and the evidence at f = 0, 450 nats off, came back with
+    # only a ConvergenceWarning.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = np.argmax(X @ rng.normal(size=(2, 3)), axis=1)
+    K = 1e12 * np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    with pytest.raises(gpc.NumericalError, match="badly conditioned"):
+        gpc.infer(K, y, likelihood="softmax")
+
+
 def test_softmax_predict_two_classes_is_the_logit():
     rng = np.random.RandomState(2)
     mean = rng.randn(20, 2) * 2

@@ -138,7 +138,13 @@ def _mode(Ks, Y, alpha, tol, max_iter):
             t *= 0.5
             halvings += 1
         else:
-            return alpha, F, pi, fac, it, False, halvings
+            if np.max(np.abs(Y - pi - alpha), initial=0.0) <= 1e-6:
+                return alpha, F, pi, fac, it, True, halvings    # rounding floor
+            raise NumericalError(
+                "multinomial Laplace: no step along Newton's direction raises the log "
+                "posterior: the factorisations are too badly conditioned (signal "
+                "variances of 1e11 and more); bound the kernel's variance lower.",
+                "laplace")
         alpha, F, psi = alpha_t, F_t, psi_t
     return alpha, F, pi, fac, max_iter, False, halvings
 
