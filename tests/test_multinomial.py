@@ -211,3 +211,28 @@ def test_softmax_predict_two_classes_is_the_logit():
     d_var = cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1]
     np.testing.assert_allclose(p[:, 1], get_likelihood("logit").predict(d_mean, d_var),
                                atol=1e-4)
+
+
+def test_log_marginal_likelihood_at_other_thetas(iris):
+    X, y = iris
+    clf = multinomial([RBF(1.0), RBF(2.0), RBF(0.5)], optimizer=None).fit(X, y)
+    theta = np.log([1.5, 1.5, 1.5])
+    value = clf.log_marginal_likelihood(theta)
+    assert clf.kernel_.theta == pytest.approx(np.log([1.0, 2.0, 0.5]))   # cloned
+    shared = multinomial(RBF(1.5), optimizer=None).fit(X, y)
+    assert value == pytest.approx(shared.log_marginal_likelihood_value_, abs=1e-10)
+    assert clf.log_marginal_likelihood(theta, clone_kernel=False) == value
+    assert clf.kernel_.theta == pytest.approx(theta)
+    with pytest.raises(ValueError, match=r"theta must have shape \(3,\)"):
+        clf.log_marginal_likelihood(np.zeros(2))
+
+
+def test_a_named_prior_applies_to_every_class_kernel(iris):
+    X, y = iris
+    kernels = [C(1.0, (1e-2, 1e2)) * RBF(1.0, (1e-1, 1e1)) for _ in range(3)]
+    tight = {"k2__length_scale": LogNormalPrior(np.log(3.0), 0.01)}
+    clf = multinomial(kernels, priors=tight).fit(X, y)
+    np.testing.assert_allclose([k.k2.length_scale for k in clf.kernel_.kernels], 3.0,
+                               rtol=0.05)
+    with pytest.raises(ValueError, match="has 3 entries; the kernel has 6"):
+        multinomial(kernels, priors=[None] * 3).fit(X, y)
