@@ -55,6 +55,7 @@ from scipy.special import expit, ndtri
 from scipy.stats import qmc
 
 from . import _moments
+from .kernels import _matmul
 
 __all__ = [
     "Likelihood",
@@ -1086,10 +1087,6 @@ def log_normaliser(F, axis=0):
     return np.squeeze(top, axis) + np.log(np.sum(np.exp(F - top), axis=axis))
 
 
-#: Elements (float64) of one block of latent samples in Softmax.predict (16 MB).
-_SAMPLE_BLOCK = 1 << 21
-
-
 class Softmax(Likelihood):
     """Multinomial likelihood of C latent values: ``p(y = c | f) = softmax(f)_c``.
 
@@ -1209,10 +1206,13 @@ class Softmax(Likelihood):
         n_points = self.n_points or 1 << min(17, 12 + 2 * (C - 2))
         Z = _normal_points(C - 1, int(n_points))
         out = np.empty((m, C))
-        step = max(1, _SAMPLE_BLOCK // (Z.shape[0] * C))
-        for s in range(0, m, step):
-            F = mean[s:s + step, None, :] + np.einsum("nk,mck->mnc", Z, root[s:s + step])
-            out[s:s + step] = softmax(F, axis=2).mean(axis=1)
+        for i in range(m):          # one point's samples: n_points x C, at most 10 MB
+            F = _matmul(Z, np.ascontiguousarray(root[i].T))
+            F += mean[i]
+            F -= F.max(axis=1, keepdims=True)
+            np.exp(F, out=F)
+            F /= F.sum(axis=1, keepdims=True)
+            out[i] = F.mean(axis=0)
         return out
 
 
