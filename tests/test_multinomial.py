@@ -169,7 +169,7 @@ def test_infer_checks_the_problem():
         gpc.infer(np.zeros((0, 0)), [], likelihood="softmax")
     with pytest.raises(ValueError, match="multinomial model"):
         gpc.infer(K, [0, 1, 0], method="ep", likelihood="softmax")
-    assert gpc.available_methods(multinomial=True) == ["laplace"]
+    assert gpc.available_methods(multinomial=True) == ["laplace", "vb"]
 
 
 def test_infer_warm_start_and_iteration_limit():
@@ -236,3 +236,90 @@ def test_a_named_prior_applies_to_every_class_kernel(iris):
                                rtol=0.05)
     with pytest.raises(ValueError, match="has 3 entries; the kernel has 6"):
         multinomial(kernels, priors=[None] * 3).fit(X, y)
+
+
+def _dense_bohning_bound(K, y, C):
+    """Bohning's bound in the C n space, its variational centre psi iterated to
+    the fixed point with dense matrices: (bound, psi, posterior covariance)."""
+    n = len(y)
+    KK = np.kron(np.eye(C), K)
+    Hb = np.kron(0.5 * (np.eye(C) - 1.0 / C), np.eye(n))
+    Y = np.zeros((C, n))
+    Y[y, np.arange(n)] = 1.0
+    Sigma = KK @ np.linalg.inv(np.eye(C * n) + Hb @ KK)       # (K^-1 + H)^-1
+    psi = np.zeros(C * n)
+    for _ in range(500):
+        g = softmax_columns(psi.reshape(C, n))
+        new = Sigma @ ((Y - g).ravel() + Hb @ psi)
+        if np.max(np.abs(new - psi)) < 1e-13:
+            break
+        psi = new
+    P = psi.reshape(C, n)
+    g = softmax_columns(P)
+    b = (Y - g).ravel() + Hb @ psi
+    lse = np.log(np.exp(P - P.max(0)).sum(0)) + P.max(0)
+    const = np.sum(-lse + np.sum(P * g, axis=0)) - 0.5 * psi @ Hb @ psi
+    bound = const + 0.5 * b @ Sigma @ b - 0.5 * np.linalg.slogdet(np.eye(C * n) + KK @ Hb)[1]
+    return bound, P, Sigma
+
+
+def softmax_columns(F):
+    E = np.exp(F - F.max(axis=0))
+    return E / E.sum(axis=0)
+
+
+@pytest.mark.parametrize("C, scale", [(2, 1.0), (3, 4.0), (4, 0.5)])
+def test_vb_is_the_dense_bohning_bound(C, scale):
+    rng = np.random.RandomState(C)
+    X = rng.randn(15, 2)
+    y = np.argmax(X @ rng.randn(2, C) + 0.5 * rng.randn(15, C), axis=1)
+    K = scale * np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    res = gpc.infer(K, y, method="vb", likelihood=Softmax(n_classes=C))
+    bound, psi, Sigma = _dense_bohning_bound(K, y, C)
+    assert res.log_evidence == pytest.approx(bound, abs=1e-9)
+    np.testing.assert_allclose(res.posterior.marginal_mean, psi.T, atol=1e-8)
+    # The posterior at the training points: the Gaussian of the bound.
+    _, cov = res.posterior.latent_mean_and_covariance(K, np.diag(K))
+    n = len(y)
+    dense = np.array([[[Sigma[c * n + i, d * n + i] for d in range(C)] for c in range(C)]
+                      for i in range(n)])
+    np.testing.assert_allclose(cov, dense, atol=1e-8)
+    laplace = gpc.infer(K, y, likelihood=Softmax(n_classes=C))
+    assert res.log_evidence < laplace.log_evidence
+
+
+@pytest.mark.parametrize("C", [2, 3])
+def test_vb_bounds_the_exact_evidence(C):
+    # One example: by symmetry its exact evidence is 1 / C whatever K.
+    for k in (0.1, 1.0, 30.0):
+        res = gpc.infer(np.array([[k]]), [0], method="vb",
+                        likelihood=Softmax(n_classes=C))
+        assert res.log_evidence <= np.log(1.0 / C)
+    # Three examples: the exact evidence E[prod_i softmax(f_i)_{y_i}] over the
+    # prior, by Monte Carlo (1e6 draws), with a margin of four standard errors.
+    rng = np.random.RandomState(0)
+    X = rng.randn(3, 1)
+    K = 2.0 * np.exp(-0.5 * (X - X.T) ** 2)
+    y = np.array([0, C - 1, 0])
+    L = np.linalg.cholesky(K + 1e-12 * np.eye(3))
+    F = np.einsum("ij,cjs->cis", L, rng.randn(C, 3, 1_000_000))
+    lik = np.prod(softmax_columns(F.reshape(C, -1)).reshape(C, 3, -1)[y, np.arange(3)],
+                  axis=0)
+    exact, se = lik.mean(), lik.std() / np.sqrt(lik.size)
+    res = gpc.infer(K, y, method="vb", likelihood=Softmax(n_classes=C))
+    assert res.log_evidence <= np.log(exact + 4 * se)
+
+
+def test_vb_gradient_is_finite_differences(iris):
+    X, y = iris
+    clf = multinomial([RBF(1.0), RBF(0.7), RBF(1.5)], method="vb",
+                      optimizer=None).fit(X[:40], y[:40])
+    theta = clf.kernel_.theta
+    _, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
+    h = 1e-5
+    for i in range(theta.size):
+        e = np.zeros_like(theta)
+        e[i] = h
+        fd = (clf.log_marginal_likelihood(theta + e)
+              - clf.log_marginal_likelihood(theta - e)) / (2 * h)
+        assert grad[i] == pytest.approx(fd, rel=1e-5, abs=1e-7)

@@ -34,25 +34,33 @@ def _cholesky(A, what):
 
 
 class _Factors:
-    """The n x n factorisations at class probabilities ``pi`` (C, n).
+    """The n x n factorisations for a curvature ``W = D - k D R R' D`` with
+    ``D = diag(d)``, d of shape (C, n), and ``k = 1 / sum_c d_c`` at each point
+    (R the stacked identities): the softmax's negative Hessian (d = pi, k = 1)
+    or Bohning's bound on it (d = 1/2).
 
-    With ``D_c = diag(pi_c)``: ``E_c = (K_c + D_c^{-1})^{-1} = D_c^{1/2} B_c^{-1}
-    D_c^{1/2}``, ``B_c = I + D_c^{1/2} K_c D_c^{1/2}``, and ``M`` the lower
-    Cholesky factor of ``P = sum_c E_c``.  ``half_logdet`` is half the log
-    determinant of ``I + K W``, W the softmax's negative Hessian:
-    ``sum_c log|B_c| + log|P|`` (from ``sum_c D_c = I``).
+    ``E_c = (K_c + D_c^{-1})^{-1} = D_c^{1/2} B_c^{-1} D_c^{1/2}`` with ``B_c = I +
+    D_c^{1/2} K_c D_c^{1/2}``, and ``M`` the lower Cholesky factor of ``P =
+    sum_c E_c``.  ``half_logdet`` is half the log determinant of ``I + K W``:
+    ``sum_c log|B_c| + log|k P|``.
     """
 
-    def __init__(self, Ks, pi):
-        C, n = pi.shape
+    def __init__(self, Ks, d):
+        C, n = d.shape
         self.E = np.empty((C, n, n))
-        self.half_logdet = 0.0
+        self.half_logdet = -0.5 * float(np.sum(np.log(np.sum(d, axis=0))))
+        logdet_c = 0.0
         for c in range(C):
-            sd = np.sqrt(pi[c])
+            if c and Ks[c] is Ks[c - 1] and np.array_equal(d[c], d[c - 1]):
+                self.E[c] = self.E[c - 1]            # a shared K and curvature
+                self.half_logdet += logdet_c
+                continue
+            sd = np.sqrt(d[c])
             B = (sd[:, None] * Ks[c]) * sd        # C-ordered, symmetric
             B.flat[::n + 1] += 1.0
             L = _cholesky(B.T, "I + sqrt(D) K sqrt(D)")
-            self.half_logdet += float(np.sum(np.log(np.diagonal(L))))
+            logdet_c = float(np.sum(np.log(np.diagonal(L))))
+            self.half_logdet += logdet_c
             Binv, info = lapack.dpotri(L, lower=1, overwrite_c=1)
             if info != 0:
                 raise NumericalError("multinomial Laplace: inverting B failed (LAPACK"
@@ -164,27 +172,34 @@ def _gradient_terms(pi, S):
     return (-0.5 * (term1 - 2.0 * term2)).T
 
 
-def _evidence_dK(Ks, fac, pi, alpha):
-    """``d log q / d K_c`` for every class, the implicit term through the mode
-    included (C, n, n).
-
-    ``log q = psi(f) - log|I + K W| / 2``.  Holding f: ``alpha alpha' / 2 -
-    A_cc / 2``.  Through the mode, ``df = (I + K W)^{-1} dK alpha``: ``b alpha'``
-    with ``b = (I + W K)^{-1} s2 = s2 - A K s2``.  Symmetrised.
-    """
+def _explicit_dK(fac, alpha):
+    """``d/dK_c`` of ``psi - log|I + K W| / 2`` holding f and W (C, n, n):
+    ``alpha alpha' / 2 - A_cc / 2``."""
     C, n = alpha.shape
-    posterior = MultinomialPosterior(alpha, fac.E, fac.M)
-    S = posterior.latent_covariance(Ks, np.stack([np.diagonal(K) for K in Ks]))
-    s2 = _gradient_terms(pi, S)
-    b = fac.solve(Ks, s2)
     dK = np.empty((C, n, n))
     for c in range(C):
         V = dtrsm(1.0, fac.M, fac.E[c].T, lower=1)            # M^{-1} E_c
         G = fac.E[c] - dgemm(1.0, V, V, trans_a=1)             # A_cc
         G *= -0.5
         G += 0.5 * np.outer(alpha[c], alpha[c])
-        G += 0.5 * (np.outer(b[c], alpha[c]) + np.outer(alpha[c], b[c]))
         dK[c] = G
+    return dK
+
+
+def _evidence_dK(Ks, fac, pi, alpha):
+    """``d log q / d K_c`` for every class, the implicit term through the mode
+    included (C, n, n).
+
+    ``log q = psi(f) - log|I + K W| / 2``; besides :func:`_explicit_dK`, through
+    the mode, ``df = (I + K W)^{-1} dK alpha``: ``b alpha'`` with ``b = (I + W
+    K)^{-1} s2 = s2 - A K s2``.  Symmetrised.
+    """
+    posterior = MultinomialPosterior(alpha, fac.E, fac.M)
+    S = posterior.latent_covariance(Ks, np.stack([np.diagonal(K) for K in Ks]))
+    b = fac.solve(Ks, _gradient_terms(pi, S))
+    dK = _explicit_dK(fac, alpha)
+    for c in range(alpha.shape[0]):
+        dK[c] += 0.5 * (np.outer(b[c], alpha[c]) + np.outer(alpha[c], b[c]))
     return dK
 
 
@@ -233,6 +248,50 @@ def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
     Newton step is halved until ``psi`` does not decrease, so the iteration
     converges from any start (``psi`` is concave).
     """
+    Y, alpha, F, pi, fac, info = _fitted_mode(K, y, init, tol, max_iter)
+    dK = _evidence_dK(K, fac, pi, alpha) if compute_gradient else None
+    return _result("laplace", likelihood, K, Y, alpha, F, fac, dK, info)
+
+
+@register("vb", multinomial=True, lower_bound=True, state=("alpha",))
+def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
+                   max_iter=100):
+    """Bohning's lower bound on the multinomial (softmax) evidence.
+
+    Called through :func:`gpc.infer` with ``likelihood="softmax"`` and
+    ``method="vb"``.  Parameters as for ``method="laplace"``.
+
+    Returns
+    -------
+    InferenceResult
+        ``log_evidence`` a lower bound on the exact log evidence;
+        ``posterior`` the Gaussian of the bound; other fields as Laplace's.
+
+    Notes
+    -----
+    Bohning (1992) bounds the curvature of ``log softmax`` by ``H = (I - 1 1' /
+    C) / 2`` everywhere, so ``log p(y | f)`` lies above a quadratic around any
+    ``psi``, and the Gaussian integral of that quadratic is a lower bound on
+    the evidence.  The best ``psi`` is the posterior mode (the bound's fixed
+    point is Laplace's Newton condition ``K^{-1} f = y - pi``), where the
+    bound is ``log p(y | f) - f' K^{-1} f / 2 - log|I + K H| / 2``: Laplace's
+    evidence with H in place of the softmax's Hessian W.  The posterior is
+    ``N(f, (K^{-1} + H)^{-1})``, narrower than Laplace's where W is small
+    (confidently classified points).  H has the structure of W (D = I / 2), so
+    the same n x n factorisations serve, one for all classes when they share
+    a kernel.  The gradient has no implicit term: the bound is stationary in
+    its ``psi`` (envelope theorem).
+    """
+    Y, alpha, F, _, _, info = _fitted_mode(K, y, init, tol, max_iter)
+    fac = _Factors(K, np.full(F.shape, 0.5))
+    dK = _explicit_dK(fac, alpha) if compute_gradient else None
+    return _result("vb", likelihood, K, Y, alpha, F, fac, dK, info)
+
+
+def _fitted_mode(K, y, init, tol, max_iter):
+    """The checked options, then the posterior mode from ``init`` (or f = 0):
+    ``(Y, alpha, F, pi, Laplace's factors there, info)``, warning when
+    Newton's method ran out of iterations."""
     check_real(tol, "tol", 0.0, low_open=True)
     check_integer(max_iter, "max_iter", 0)
     C, n = len(K), K[0].shape[0]
@@ -250,13 +309,16 @@ def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
         warnings.warn(
             f"multinomial Laplace: Newton's method did not converge in {n_iter} "
             f"iterations (max_iter={max_iter}); the evidence and its gradient are "
-            "approximate.", ConvergenceWarning, stacklevel=3)
-    log_evidence = _objective(K, alpha, F, Y) - fac.half_logdet
-    dK = _evidence_dK(K, fac, pi, alpha) if compute_gradient else None
+            "approximate.", ConvergenceWarning, stacklevel=4)
+    return Y, alpha, F, pi, fac, {"n_iter": n_iter, "converged": bool(converged),
+                                  "n_halvings": halvings}
+
+
+def _result(method, likelihood, K, Y, alpha, F, fac, dK, info):
+    """The InferenceResult of a multinomial method at the mode with factors fac."""
     return InferenceResult(
         posterior=MultinomialPosterior(alpha, fac.E, fac.M, marginal_mean=F.T),
-        log_evidence=log_evidence, dK=dK,
-        dlik=np.zeros(0) if compute_gradient else None,
+        log_evidence=_objective(K, alpha, F, Y) - fac.half_logdet, dK=dK,
+        dlik=np.zeros(0) if dK is not None else None,
         state={"alpha": alpha},
-        info={"method": "laplace", "likelihood": likelihood.name, "n_iter": n_iter,
-              "converged": bool(converged), "n_halvings": halvings, "jitter": 0.0})
+        info={"method": method, "likelihood": likelihood.name, "jitter": 0.0, **info})
