@@ -323,3 +323,24 @@ def test_vb_gradient_is_finite_differences(iris):
         fd = (clf.log_marginal_likelihood(theta + e)
               - clf.log_marginal_likelihood(theta - e)) / (2 * h)
         assert grad[i] == pytest.approx(fd, rel=1e-5, abs=1e-7)
+
+
+def test_vb_two_classes_is_the_binary_fixed_curvature_bound():
+    # f1 - f0 ~ GP(0, 2K) carries the likelihood and f0 + f1 is untouched, so
+    # with two classes Bohning's bound is the logit's fixed-curvature (1/4)
+    # bound with kernel 2K: binary Laplace's psi at its mode, the same mode,
+    # less log|I + 2K / 4| / 2.
+    rng = np.random.RandomState(5)
+    X = rng.randn(30, 2)
+    y = (X[:, 0] + 0.5 * rng.randn(30) > 0).astype(int)
+    for scale in (0.5, 5.0, 100.0):
+        K = scale * np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+        binary = gpc.infer(2 * K, 2 * y - 1, method="laplace", likelihood="logit")
+        post = binary.posterior
+        B = np.eye(30) + post.sW[:, None] * (2 * K) * post.sW
+        psi = binary.log_evidence + 0.5 * np.linalg.slogdet(B)[1]
+        bound = psi - 0.5 * np.linalg.slogdet(np.eye(30) + K / 2)[1]
+        res = gpc.infer(K, y, method="vb", likelihood="softmax")
+        assert res.log_evidence == pytest.approx(bound, abs=1e-10)
+        f = res.posterior.marginal_mean
+        np.testing.assert_allclose(f[:, 1] - f[:, 0], post.marginal_mean, atol=1e-8)
