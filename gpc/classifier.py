@@ -56,9 +56,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         How more than two classes are handled.  "one_vs_rest" and "one_vs_one"
         fit binary models (scikit-learn's choices); "multinomial" fits one joint
         model of one latent function per class with the softmax likelihood,
-        its evidence shared by the classes (``method="laplace"`` and the
-        default ``likelihood="logit"`` only; with two classes it is the binary
-        logit model with twice the kernel).  See Notes.
+        its evidence shared by the classes (``method="laplace"`` or ``"vb"``
+        and the default ``likelihood="logit"``; with two classes it is the
+        binary logit model with twice the kernel).  See Notes.
     n_jobs : int, default=None
         Parallel jobs for the one-vs-rest and one-vs-one binary problems.
     method : str, default="laplace"
@@ -137,7 +137,10 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     GP priors and ``p(y = c | f) = softmax(f)_c``.  Laplace's approximation of
     their joint posterior (Rasmussen & Williams 2006, section 3.5) needs only
     n x n factorisations, C of them per Newton step; its evidence, maximised
-    with its exact gradient, is that of the one model.  ``predict_proba``
+    with its exact gradient, is that of the one model.  ``method="vb"``
+    maximises Bohning's lower bound on that evidence instead: the same mode,
+    with a constant curvature that gives a narrower posterior (see
+    :func:`gpc.inference.multinomial.vb_multinomial`).  ``predict_proba``
     averages the softmax over the C-dimensional latent posterior with a fixed
     quasi-Monte Carlo rule (:class:`gpc.likelihoods.Softmax`), deterministic
     and within 1e-3 of long Monte Carlo averages in the benchmark's tests.

@@ -457,8 +457,8 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     likelihood : str or Likelihood, default="probit"
         "probit", "logit", "noisy_threshold", "step", "gaussian" or a likelihood
         object; "softmax" (:class:`gpc.likelihoods.Softmax`) for the
-        multinomial model of C classes (method "laplace"), whose ``dK`` has
-        shape (C, n, n).
+        multinomial model of C classes (methods "laplace" and "vb"), whose
+        ``dK`` has shape (C, n, n).
     init : dict, optional
         ``state`` of a previous result of the same method on as many examples, to
         warm-start from.
