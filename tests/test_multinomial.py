@@ -199,8 +199,10 @@ def test_hopeless_conditioning_is_an_error_not_a_value():
     X = rng.normal(size=(20, 2))
     y = np.argmax(X @ rng.normal(size=(2, 3)), axis=1)
     K = 1e12 * np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
-    with pytest.raises(gpc.NumericalError, match="badly conditioned"):
-        gpc.infer(K, y, likelihood="softmax")
+    for method in ("laplace", "vb"):
+        with pytest.raises(gpc.NumericalError, match="badly conditioned") as info:
+            gpc.infer(K, y, method=method, likelihood="softmax")
+        assert info.value.method == method
 
 
 def test_softmax_predict_two_classes_is_the_logit():

@@ -482,7 +482,7 @@ def test_selfcheck_gradient_is_smooth_in_the_step(name):
 
 
 # ---------------------------------------------------------------------------
-# gpc's multinomial Laplace against the reference (needs the new API)
+# gpc's multinomial Laplace against the reference
 # ---------------------------------------------------------------------------
 
 

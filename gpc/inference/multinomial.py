@@ -27,7 +27,7 @@ def _cholesky(A, what):
     """Lower Cholesky factor of the symmetric positive definite A (overwritten)."""
     L, info = lapack.dpotrf(A, lower=1, clean=1, overwrite_a=1)
     if info != 0:
-        raise NumericalError(f"multinomial Laplace: the Cholesky factorisation of {what}"
+        raise NumericalError(f"multinomial model: the Cholesky factorisation of {what}"
                              f" failed (LAPACK info {info}); the kernel matrices are "
                              "probably not positive semi-definite.", "laplace")
     return L
@@ -63,7 +63,7 @@ class _Factors:
             self.half_logdet += logdet_c
             Binv, info = lapack.dpotri(L, lower=1, overwrite_c=1)
             if info != 0:
-                raise NumericalError("multinomial Laplace: inverting B failed (LAPACK"
+                raise NumericalError("multinomial model: inverting B failed (LAPACK"
                                      f" info {info}).", "laplace")
             Binv = np.tril(Binv)
             Binv += np.tril(Binv, -1).T
@@ -127,7 +127,7 @@ def _mode(Ks, Y, alpha, tol, max_iter):
             break
         d_alpha, d_F = _newton_step(Ks, fac, pi, F, alpha, Y)
         if not (np.isfinite(d_F).all() and np.isfinite(d_alpha).all()):
-            raise NumericalError("multinomial Laplace: a non-finite value appeared in "
+            raise NumericalError("multinomial model: a non-finite value appeared in "
                                  "Newton's method (the kernel matrices are probably "
                                  "too badly scaled).", "laplace")
         step = float(np.max(np.abs(d_F), initial=0.0))
@@ -149,7 +149,7 @@ def _mode(Ks, Y, alpha, tol, max_iter):
             if np.max(np.abs(Y - pi - alpha), initial=0.0) <= 1e-6:
                 return alpha, F, pi, fac, it, True, halvings    # rounding floor
             raise NumericalError(
-                "multinomial Laplace: no step along Newton's direction raises the log "
+                "multinomial model: no step along Newton's direction raises the log "
                 "posterior: the factorisations are too badly conditioned (signal "
                 "variances of 1e11 and more); bound the kernel's variance lower.",
                 "laplace")
@@ -282,8 +282,11 @@ def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e
     a kernel.  The gradient has no implicit term: the bound is stationary in
     its ``psi`` (envelope theorem).
     """
-    Y, alpha, F, _, _, info = _fitted_mode(K, y, init, tol, max_iter)
-    fac = _Factors(K, np.full(F.shape, 0.5))
+    try:
+        Y, alpha, F, _, _, info = _fitted_mode(K, y, init, tol, max_iter)
+        fac = _Factors(K, np.full(F.shape, 0.5))
+    except NumericalError as exc:        # raised for the shared steps as "laplace"
+        raise NumericalError(exc.args[0], "vb") from exc
     dK = _explicit_dK(fac, alpha) if compute_gradient else None
     return _result("vb", likelihood, K, Y, alpha, F, fac, dK, info)
 
@@ -307,7 +310,7 @@ def _fitted_mode(K, y, init, tol, max_iter):
                                                             int(max_iter))
     if not converged:
         warnings.warn(
-            f"multinomial Laplace: Newton's method did not converge in {n_iter} "
+            f"multinomial model: Newton's method for the posterior mode did not converge in {n_iter} "
             f"iterations (max_iter={max_iter}); the evidence and its gradient are "
             "approximate.", ConvergenceWarning, stacklevel=4)
     return Y, alpha, F, pi, fac, {"n_iter": n_iter, "converged": bool(converged),
