@@ -90,6 +90,13 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     return fortran_view(K)
 
 
+def symmetric_from_lower(A):
+    """The symmetric matrix whose lower triangle A holds (a new array)."""
+    L = np.tril(A)
+    L += np.tril(L, -1).T
+    return L
+
+
 def fortran_view(A):
     """A symmetric (or transposition-invariant) matrix as a Fortran-ordered float64
     array: itself, its transpose when it is C ordered (a view of the same memory),

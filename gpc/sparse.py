@@ -69,7 +69,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from . import _sparse
-from ._validation import check_integer, check_real
+from ._validation import check_integer, check_real, symmetric_from_lower
 from .classifier import classes_from_proba
 from .inference._base import NumericalError, check_kernel_psd, with_jitter
 from .kernels import as_kernel, contract, cross_covariance_chunks
@@ -132,8 +132,7 @@ class SparseState:
 
 def _full(M, d):
     """The symmetric d x d matrix held in the lower triangle of M's leading block."""
-    L = np.tril(M[:d, :d])
-    return L + np.tril(L, -1).T
+    return symmetric_from_lower(M[:d, :d])
 
 
 def _store_full(M, A):

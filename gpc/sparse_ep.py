@@ -74,6 +74,7 @@ import scipy.optimize
 from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangular
 
 from ._chunked import ChunkedData
+from ._validation import symmetric_from_lower
 from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
                       cross_covariance)
 from .inference._base import NumericalError
@@ -219,12 +220,6 @@ def _site_stats(Phi, E, beta):
     return {"Sigma": Sigma, "eta": eta}
 
 
-def _symmetric(A):
-    """The symmetric matrix whose lower triangle A holds."""
-    L = np.tril(A)
-    return L + np.tril(L, -1).T
-
-
 def _log_site_mass(E, beta, mc, vc):
     """log of the integral of a site ``exp(beta u - E u^2 / 2)`` against
     ``N(u; mc, vc)``."""
@@ -359,7 +354,7 @@ def _sweep(data, run_chunk, sites, own, M):
     Sigma, eta = _total(own)
     change, skipped = 0.0, 0
     for c in range(len(sites)):
-        out = run_chunk(c, _Posterior(np.eye(M) + _symmetric(Sigma), eta))
+        out = run_chunk(c, _Posterior(np.eye(M) + symmetric_from_lower(Sigma), eta))
         sites[c] = ex.item(out, 0)
         st = ex.gather([ex.item(out, 1)])[0]
         Sigma = Sigma + (st["Sigma"] - own[c]["Sigma"])
@@ -407,7 +402,7 @@ def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
                    else min(1.25 * damping, max_damping))
         last = change
     Sigma, eta = _total(own)
-    post = _Posterior(np.eye(M) + _symmetric(Sigma), eta)
+    post = _Posterior(np.eye(M) + symmetric_from_lower(Sigma), eta)
     outs = data.map(_pass_task, data.X, data.y, feats, sites,
                     shared=(prior_s, ex.share(post), likelihood, damping, False,
                             compute_gradient))

@@ -73,7 +73,7 @@ from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack
 from sklearn.exceptions import ConvergenceWarning
 
 from ..posterior import SitePosterior
-from .._validation import check_integer, check_real
+from .._validation import check_integer, check_real, symmetric_from_lower
 from ._base import InferenceResult, NumericalError, register
 
 #: Step halvings tried by the line search before the iteration is declared stalled.
@@ -268,8 +268,7 @@ def _lower_product(T):
     if info != 0:
         raise NumericalError(f"mean field: dlauum failed (LAPACK info {info}).",
                              "mean_field")
-    P = np.tril(P)
-    return P + np.tril(P, -1).T
+    return symmetric_from_lower(P)
 
 
 def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):

@@ -14,7 +14,7 @@ from scipy.linalg import lapack
 from scipy.linalg.blas import dgemm, dsymv, dtrsm
 from sklearn.exceptions import ConvergenceWarning
 
-from .._validation import check_integer, check_real
+from .._validation import check_integer, check_real, symmetric_from_lower
 from ..likelihoods import log_normaliser, softmax
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
@@ -65,9 +65,7 @@ class _Factors:
             if info != 0:
                 raise NumericalError("multinomial model: inverting B failed (LAPACK"
                                      f" info {info}).", "laplace")
-            Binv = np.tril(Binv)
-            Binv += np.tril(Binv, -1).T
-            np.multiply(sd[:, None] * Binv, sd, out=self.E[c])
+            np.multiply(sd[:, None] * symmetric_from_lower(Binv), sd, out=self.E[c])
         self.M = _cholesky(np.asfortranarray(self.E.sum(axis=0)), "sum_c E_c")
         self.half_logdet += float(np.sum(np.log(np.diagonal(self.M))))
 
