@@ -107,10 +107,11 @@ def _newton_step(Ks, fac, pi, F, alpha, Y):
     return d_alpha, _mv(Ks, d_alpha)
 
 
-def _mode(Ks, Y, alpha, tol, max_iter):
+def _mode(Ks, Y, alpha, tol, max_iter, refactor=True):
     """Newton's method with step halving from ``f = K alpha``; returns
     ``(alpha, F, pi, factors, n_iter, converged, n_halvings)`` where the factors
-    are those at the returned F.
+    are those at the returned F (None with ``refactor=False``, for a caller
+    that needs only the mode).
 
     The step that meets the tolerance is taken and the factors made again
     there: the log determinant in the evidence is not stationary at the mode,
@@ -134,7 +135,8 @@ def _mode(Ks, Y, alpha, tol, max_iter):
         if step <= tol * scale or (step >= last and step <= np.sqrt(tol) * scale):
             alpha, F = alpha + d_alpha, F + d_F
             pi = softmax(F)
-            return alpha, F, pi, _Factors(Ks, pi), it + 1, True, halvings
+            return (alpha, F, pi, _Factors(Ks, pi) if refactor else None, it + 1, True,
+                    halvings)
         last, t = step, 1.0
         for _ in range(_MAX_HALVINGS):
             alpha_t, F_t = alpha + t * d_alpha, F + t * d_F
@@ -281,7 +283,8 @@ def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e
     its ``psi`` (envelope theorem).
     """
     try:
-        Y, alpha, F, _, _, info = _fitted_mode(K, y, init, tol, max_iter)
+        Y, alpha, F, _, _, info = _fitted_mode(K, y, init, tol, max_iter,
+                                               refactor=False)
         fac = _Factors(K, np.full(F.shape, 0.5))
     except NumericalError as exc:        # raised for the shared steps as "laplace"
         raise NumericalError(exc.args[0], "vb") from exc
@@ -289,9 +292,9 @@ def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e
     return _result("vb", likelihood, K, Y, alpha, F, fac, dK, info)
 
 
-def _fitted_mode(K, y, init, tol, max_iter):
+def _fitted_mode(K, y, init, tol, max_iter, refactor=True):
     """The checked options, then the posterior mode from ``init`` (or f = 0):
-    ``(Y, alpha, F, pi, Laplace's factors there, info)``, warning when
+    ``(Y, alpha, F, pi, Laplace's factors there or None, info)``, warning when
     Newton's method ran out of iterations."""
     check_real(tol, "tol", 0.0, low_open=True)
     check_integer(max_iter, "max_iter", 0)
@@ -305,12 +308,12 @@ def _fitted_mode(K, y, init, tol, max_iter):
                 and _objective(K, a, _mv(K, a), Y) > -n * np.log(C)):
             alpha0 = a.copy()
     alpha, F, pi, fac, n_iter, converged, halvings = _mode(K, Y, alpha0, float(tol),
-                                                            int(max_iter))
+                                                            int(max_iter), refactor)
     if not converged:
         warnings.warn(
-            f"multinomial model: Newton's method for the posterior mode did not converge in {n_iter} "
-            f"iterations (max_iter={max_iter}); the evidence and its gradient are "
-            "approximate.", ConvergenceWarning, stacklevel=4)
+            f"multinomial model: Newton's method for the posterior mode did not "
+            f"converge in {n_iter} iterations (max_iter={max_iter}); the evidence and "
+            "its gradient are approximate.", ConvergenceWarning, stacklevel=4)
     return Y, alpha, F, pi, fac, {"n_iter": n_iter, "converged": bool(converged),
                                   "n_halvings": halvings}
 
