@@ -1064,8 +1064,9 @@ class OneSidedExponential(_RateLikelihood):
     name = "one_sided_exponential"
 
 
-def softmax(F, axis=0):
-    """Class probabilities ``exp(F) / sum(exp(F))`` along ``axis``, without overflow.
+def softmax(F, axis=0, overwrite=False):
+    """Class probabilities ``exp(F) / sum(exp(F))`` along ``axis``, without overflow
+    (computed in F itself with ``overwrite`` and a float64 array F).
 
     Examples
     --------
@@ -1075,7 +1076,9 @@ def softmax(F, axis=0):
            [0.5, 0. ]])
     """
     F = np.asarray(F, dtype=np.float64)
-    P = np.exp(F - np.max(F, axis=axis, keepdims=True))
+    P = F if overwrite else F.copy()
+    P -= np.max(P, axis=axis, keepdims=True)
+    np.exp(P, out=P)
     P /= np.sum(P, axis=axis, keepdims=True)
     return P
 
@@ -1209,10 +1212,7 @@ class Softmax(Likelihood):
         for i in range(m):          # one point's samples: n_points x C, at most 10 MB
             F = _matmul(Z, np.ascontiguousarray(root[i].T))
             F += mean[i]
-            F -= F.max(axis=1, keepdims=True)
-            np.exp(F, out=F)
-            F /= F.sum(axis=1, keepdims=True)
-            out[i] = F.mean(axis=0)
+            out[i] = softmax(F, axis=1, overwrite=True).mean(axis=0)
         return out
 
 
