@@ -14,8 +14,9 @@ from ._binary import (_BinaryGaussianProcessClassifier, _default_kernel,
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           multinomial_fit_arrays)
 from .inference._base import checked_kernel_matrix
-from .inference.evidence import data_fingerprint
-from .kernels import as_kernel, contract, cross_covariance_chunks, kernel_matrix
+from .inference.evidence import (checked_contraction, data_fingerprint,
+                                 jittered_kernel_matrix)
+from .kernels import as_kernel, cross_covariance_chunks
 from .likelihoods import Softmax, get_likelihood
 from .optimize import maximize_evidence
 
@@ -57,13 +58,8 @@ class MultinomialEvidence:
         """Run the method at theta; returns ``(result, kernel matrices)``."""
         if theta is not None:
             self.set_theta(theta)
-        Ks = []
-        for kernel, jitter in zip(self.kernels, self.jitters):
-            K = kernel_matrix(kernel, self.X, error=FloatingPointError)
-            if jitter:
-                K = np.array(K, order="F", copy=True)
-                K[np.diag_indices_from(K)] += jitter
-            Ks.append(K)
+        Ks = [jittered_kernel_matrix(k, self.X, j)
+              for k, j in zip(self.kernels, self.jitters)]
         C = self.likelihood.n_classes
         res = self.method(tuple(Ks * C if self.shared else Ks), self.y, self.likelihood,
                           init=self.state, compute_gradient=compute_gradient,
@@ -78,8 +74,9 @@ class MultinomialEvidence:
 
     def gradient(self, res, Ks):
         dK = [res.dK.sum(axis=0)] if self.shared else res.dK
+        name = self.method.name
         return np.concatenate([
-            contract(k, self.X, d, K=None if j else K)
+            checked_contraction(k, self.X, d, None if j else K, name)
             for k, d, K, j in zip(self.kernels, dK, Ks, self.jitters)])
 
 

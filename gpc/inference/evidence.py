@@ -30,6 +30,32 @@ def data_fingerprint(X, y):
     return h.hexdigest()
 
 
+def jittered_kernel_matrix(kernel, X, jitter, K=None):
+    """``kernel(X)`` (or K, when given) plus ``jitter`` on the diagonal, Fortran
+    ordered.  A kernel that overflows raises FloatingPointError with the
+    message of gpc.infer, so that evidence maximisation steps back."""
+    if K is None:
+        K = kernel_matrix(kernel, X, error=FloatingPointError)
+    if jitter:
+        K = np.array(K, order="F", copy=True)
+        K[np.diag_indices_from(K)] += jitter
+    return K
+
+
+def checked_contraction(kernel, X, dK, K, method):
+    """``d log_evidence / d theta`` of the kernel from ``dK``; NumericalError if
+    it is not finite.  dK and K are the method's and the kernel's own: checked
+    through the gradient (O(p)) rather than entry by entry (two passes over
+    n x n)."""
+    grad = contract(kernel, X, dK, K=K, check_finite=False)
+    if not np.isfinite(grad).all():
+        K_finite = "" if K is None else f", K finite: {bool(np.isfinite(K).all())}"
+        raise NumericalError(
+            f"the evidence gradient of method {method!r} is not finite "
+            f"(dK finite: {bool(np.isfinite(dK).all())}{K_finite}).", method)
+    return grad
+
+
 class ModelParameters:
     """A kernel's log-hyperparameters followed by the logs of its likelihood's free
     parameters: the vector that evidence maximisation moves.
@@ -189,16 +215,9 @@ class EvidenceObjective:
         if theta is not None:
             self._set_theta(theta)
         start, self._K_start = self._K_start, None
-        if start is not None and np.array_equal(start[0], self.theta):
-            K = start[1]
-        else:
-            # A kernel that overflows at some theta fails that evaluation (the
-            # optimiser steps back) with the message of gpc.infer.
-            K = kernel_matrix(self.kernel, self.X, error=FloatingPointError)
-        if self.jitter:
-            K = np.array(K, order="F", copy=True)
-            K[np.diag_indices_from(K)] += self.jitter
-        return K
+        K = start[1] if start is not None and np.array_equal(start[0], self.theta) \
+            else None
+        return jittered_kernel_matrix(self.kernel, self.X, self.jitter, K)
 
     def infer(self, theta=None, compute_gradient=True):
         """Run the inference at theta; returns ``(result, K)``."""
@@ -232,15 +251,7 @@ class EvidenceObjective:
         if res.dK is None:
             raise ValueError(f"method {self.method!r} gives no evidence gradient, so "
                              "its hyperparameters cannot be maximised over.")
-        # dK and K are the method's and the kernel's own: checked through the
-        # gradient (O(p)) rather than entry by entry (two passes over n x n).
-        grad = contract(self.kernel, self.X, res.dK, K=K, check_finite=False)
-        if not np.isfinite(grad).all():
-            K_finite = "" if K is None else f", K finite: {bool(np.isfinite(K).all())}"
-            raise NumericalError(
-                f"the evidence gradient of method {self.method!r} is not finite "
-                f"(dK finite: {bool(np.isfinite(res.dK).all())}{K_finite}).",
-                self.method)
+        grad = checked_contraction(self.kernel, self.X, res.dK, K, self.method)
         if self._params.free.any():
             if res.dlik is None:
                 raise ValueError(f"method {self.method!r} gives no derivatives with "
