@@ -1070,7 +1070,7 @@ class White(Kernel):
 
 
 class Linear(Kernel):
-    """Linear (dot-product) kernel ``k(x, x') = variance * x . x'``.
+    """Linear (dot-product) kernel ``k(x, x') = variance * x^T x'``.
 
     Equal to scikit-learn's ``ConstantKernel(variance) *
     DotProduct(sigma_0=0)`` with ``sigma_0`` fixed.
@@ -1132,7 +1132,7 @@ class Linear(Kernel):
 
 
 class Polynomial(Kernel):
-    """Polynomial kernel ``k(x, x') = (1 + x . x' / scale)^degree``.
+    """Polynomial kernel ``k(x, x') = (1 + x^T x' / scale)^degree``.
 
     ``scale`` (written ``m`` in the papers) is a positive hyperparameter in
     log space; ``degree`` is a fixed positive integer.  The kernel equals

@@ -66,8 +66,11 @@ __all__ = [
     "Gaussian",
     "Laplace",
     "OneSidedExponential",
+    "Softmax",
     "NotDifferentiableError",
     "get_likelihood",
+    "softmax",
+    "log_normaliser",
     "LIK_PROBIT",
     "LIK_LOGIT",
     "LIK_NOISY_THRESHOLD",
@@ -547,7 +550,7 @@ class Probit(Likelihood):
     Differentiable and log-concave.  Its Gaussian integral is closed-form,
     ``Z = Phi(y m / sqrt(1 + v))``; log Z and its derivatives are computed through
     a tail-stable log Phi and the inverse Mills ratio, so they stay accurate (and
-    finite where the truth is finite) for |m| / sqrt(1 + v) up to 1e300.
+    finite where the truth is finite) for ``|m| / sqrt(1 + v)`` up to 1e300.
 
     Examples
     --------
@@ -594,7 +597,7 @@ class Logit(Likelihood):
     Accuracy, measured against 34-digit mpmath quadrature
     (``tests/test_moments_precision.py``) for m in {0, +-1e-3, +-1, +-10, +-100,
     +-1e3} plus random values, y = +-1 and v in {1e-12, 1e-8, 1e-4, 1, 1.5, 1.6,
-    30, 1e4, 1e8, 1e12} (errors relative to max(1, |value|), worst case over the
+    30, 1e4, 1e8, 1e12} (errors relative to ``max(1, |value|)``, worst case over the
     grid; for every order the worst case sits at the switch v = 1.5, the largest
     variance given to Gauss-Hermite):
 
@@ -940,7 +943,7 @@ class _RateLikelihood(_RegressionParameter):
 
 class Laplace(_RateLikelihood):
     """Laplace (double exponential) regression likelihood, y real:
-    p(y | f) = (lam / 2) exp(-lam |y - f|), with rate lam > 0.
+    ``p(y | f) = (lam / 2) exp(-lam |y - f|)``, with rate lam > 0.
 
     Robust regression: the noise ``y - f`` has variance ``2 / lam^2`` and heavier
     tails than the Gaussian.  The likelihood has a kink at f = y, so there are no
@@ -956,7 +959,7 @@ class Laplace(_RateLikelihood):
     ``d^2 log Z/dm^2 = -(2 lam/sqrt(v)) w_A w_B (sh_A + sh_B)`` (a product of
     positive factors: no cancellation), and ``d log Z/d lam = 1/lam - E_t|y - f|``.
     Everything stays finite wherever the true value is, far into the tails
-    (|y - m| of 1e3 and more for any v).  At ``v == 0`` the point values are
+    (``|y - m|`` of 1e3 and more for any v).  At ``v == 0`` the point values are
     returned: ``log p(y | m)``, zero m-derivatives (as for :class:`Step`) and
     ``d log Z/d lam = 1/lam - |y - m|``.
 
@@ -1018,7 +1021,7 @@ class OneSidedExponential(_RateLikelihood):
     cancellation for a << 0 (where all the mass sits at the truncation):
     ``d log Z/dm = lam - r/sqrt(v)``, ``d^2 log Z/dm^2 = -r (a + r)/v`` and
     ``d log Z/d lam = 1/lam - E_t[y - f]``, ``E_t[y - f] = sqrt(v) (a + r)``, all
-    finite wherever the true value is (|y - m| of 1e3 and more for any v).  At
+    finite wherever the true value is (``|y - m|`` of 1e3 and more for any v).  At
     ``v == 0`` the point values are returned: ``log p(y | m)`` (``-inf`` for
     y <= m), zero m-derivatives (as for :class:`Step`) and the v -> 0 limit
     ``d log Z/d lam = 1/lam - max(y - m, 0)``.
@@ -1150,7 +1153,7 @@ class Softmax(Likelihood):
                 raise ValueError(f"n_points must be a power of 2, got {self.n_points}.")
 
     def check_targets(self, y, n=None):
-        """Integer labels ``0 .. C - 1`` as an int64 array (ValueError otherwise)."""
+        """Integer labels ``0, 1, ..., C - 1`` as an int64 array (ValueError otherwise)."""
         y = np.asarray(y)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {y.shape}.")

@@ -786,7 +786,7 @@ def elliptical_slice(K, y, likelihood="probit", *, n_samples=1000, n_chains=16,
 
 def temperature_schedule(n_temperatures=2000, kind="sigmoid", *, delta=4.0,
                          start=1e-5):
-    """Inverse temperatures ``0 = b_0 < b_1 < ... < b_T = 1`` for :func:`ais`.
+    """Inverse temperatures ``0 = b_0 < b_1 < b_2 < (...) < b_T = 1`` for :func:`ais`.
 
     Parameters
     ----------

@@ -852,9 +852,9 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         For more than two classes, the one-vs-rest wrapper of one sparse GP per
         class (the attributes below are then on its ``estimators_``).
     kernel_, likelihood_ : the fitted kernel and likelihood
-    basis_vectors_ : ndarray of shape (n_basis_, n_features)
-    alpha_ : ndarray of shape (n_basis_,)
-    C_ : ndarray of shape (n_basis_, n_basis_)
+    basis_vectors_ : ndarray of shape (n_basis, n_features)
+    alpha_ : ndarray of shape (n_basis,)
+    C_ : ndarray of shape (n_basis, n_basis)
         The posterior: mean ``k(x)' alpha_``, covariance
         ``K(x, x') + k(x)' C_ k(x')``, ``k(x) = K(basis_vectors_, x)``.
     n_basis_ : int
