@@ -116,6 +116,9 @@ def test_refuses_what_it_cannot_serve():
     with pytest.raises(ValueError, match="0 \\(or -1\\)"):
         GPy.core.GP(X, 2 * Y, kern, GPy.likelihoods.Bernoulli(),
                     inference_method=GPCInference())
+    with pytest.raises(ValueError, match="gradient"):
+        GPy.core.GP(X, Y, kern, GPy.likelihoods.Bernoulli(),
+                    inference_method=GPCInference("adf"))
     with pytest.raises(ValueError, match="unknown|Unknown"):
         GPy.core.GP(X, Y, kern, GPy.likelihoods.Bernoulli(),
                     inference_method=GPCInference("no such method"))

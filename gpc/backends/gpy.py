@@ -27,7 +27,7 @@ True
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ..inference import infer
+from ..inference import get_method, infer
 
 try:
     from GPy.inference.latent_function_inference import LatentFunctionInference
@@ -104,7 +104,8 @@ class GPCInference(LatentFunctionInference):
     method : {"ep", "laplace"} or str, default="ep"
         The gpc inference method (:func:`gpc.available_methods`): "ep" for
         expectation propagation (accelerated parallel updates), "laplace" for
-        Laplace's approximation; any other method with a gradient works too.
+        Laplace's approximation; any other method with an evidence gradient
+        ("pl", "vb", "mean_field", "naive_mean_field") works too.
     inference_options : dict, optional
         Options of the method, passed to :func:`gpc.infer` (e.g. ``{"tol": 1e-10}``
         or ``{"updates": "sequential"}`` for EP).
@@ -189,6 +190,9 @@ class GPCInference(LatentFunctionInference):
                              "methods take a zero prior mean.")
         if Y_metadata is not None:
             raise ValueError("GPCInference takes no Y_metadata.")
+        if not get_method(self.method).has_gradient:
+            raise ValueError(f"GPCInference needs a method with an evidence gradient; "
+                             f"{self.method!r} has none.")
         name = _gpc_likelihood(likelihood)
         y = _labels(Y)
         if K is None:
