@@ -21,7 +21,7 @@ from GPy.inference.latent_function_inference.expectation_propagation import EP
 from gpc.backends.gpy import GPCInference
 
 rng = np.random.default_rng(0)
-X = rng.uniform(-3, 3, size=(300, 1))
+X = rng.uniform(-3, 3, size=(200, 1))
 Y = (np.sin(2 * X) + 0.5 * rng.normal(size=X.shape) > 0).astype(float)
 
 
