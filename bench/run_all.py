@@ -31,6 +31,7 @@ import time
 import bench_adf
 import bench_defaults
 import bench_ep
+import bench_gpy_backend
 import bench_laplace
 import bench_multinomial
 import bench_pl
@@ -53,7 +54,7 @@ SPEED = {"defaults": bench_defaults, "laplace": bench_laplace, "ep": bench_ep,
 PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
           "paper_vb": paper_vb, "paper_sparse": paper_sparse,
           "paper_evidence": paper_evidence, "pairs_cv": pairs_cv,
-          "multinomial": bench_multinomial}
+          "multinomial": bench_multinomial, "gpy_backend": bench_gpy_backend}
 ORDER = list(SPEED) + list(PAPERS)
 
 
@@ -63,7 +64,7 @@ def _paper_report(name, module, quick, out, jobs):
     module.add_arguments(ap)
     argv = ["--out", out, "--jobs", str(jobs)] + (["--quick"] if quick else [])
     args = ap.parse_args(argv)
-    return module.run(args, [f"bench/{name}.py"] + argv)
+    return module.run(args, [f"bench/{module.__name__}.py"] + argv)
 
 
 def _demote(markdown):
