@@ -65,7 +65,9 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         Approximate inference method: "laplace", "ep", "pl" (posterior
         linearisation), "mean_field" (variational, its free energy maximised as
         the evidence; it learns hyperparameters only with a white-noise term in
-        the kernel, and raises ValueError otherwise), "naive_mean_field", "adf"
+        the kernel, and raises ValueError otherwise; with fixed hyperparameters
+        too, a K close to singular raises gpc.NumericalError),
+        "naive_mean_field", "adf"
         (Bayesian online learning: one sweep, no evidence gradient, so use it
         with ``optimizer=None`` or fixed hyperparameters; :meth:`partial_fit`
         adds data), "vb" (the Jaakkola-Jordan lower bound for the logit, a
