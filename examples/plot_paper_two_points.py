@@ -60,15 +60,16 @@ for y in label_pairs:
 # The Gaussian approximations
 # ---------------------------
 # :func:`gpc.infer` returns each approximate posterior in site form: mean
-# ``K @ alpha`` and covariance ``(K^-1 + W)^-1`` with ``W = sW**2`` (its
-# ``latent_mean_and_variance`` gives only the diagonal of that covariance).
+# ``K @ alpha`` and covariance ``K - K A K`` with ``A = (K + W^-1)^-1``, which
+# ``woodbury_inverse()`` returns (``latent_mean_and_variance`` gives only the
+# diagonal of that covariance).
 approx = []
 for y in label_pairs:
     approx.append({})
     for method in ["laplace", "ep"]:
         res = gpc.infer(K, y, method=method, likelihood="probit")
         mean = K @ res.posterior.alpha
-        cov = np.linalg.inv(np.linalg.inv(K) + np.diag(res.posterior.sW**2))
+        cov = K - K @ res.posterior.woodbury_inverse() @ K
         approx[-1][method] = (mean, cov)
         print(f"labels {y}, {method:>7}: log evidence {res.log_evidence:.4f}, "
               f"mean {mean.round(3)}, variance of f1 {cov[0, 0]:.3f}")

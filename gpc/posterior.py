@@ -162,6 +162,21 @@ class SitePosterior(_Posterior):
         self.Q = Q
         self._set_marginals(marginal_mean, marginal_var)
 
+    def woodbury_inverse(self):
+        """``(K + W^{-1})^{-1} = sW B^{-1} sW - Q Q'`` as an n x n array: the
+        matrix of the predictive covariance ``K_** - K_*' (K + W^{-1})^{-1} K_*``
+        and of the explicit evidence gradient ``(alpha alpha' - it) / 2``.
+
+        Returns
+        -------
+        ndarray of shape (n, n)
+        """
+        V = dtrsm(1.0, self.L, np.diag(self.sW), lower=1, overwrite_b=1)  # L^-1 sW
+        inverse = V.T @ V
+        if getattr(self, "Q", None) is not None:
+            inverse -= self.Q @ self.Q.T
+        return inverse
+
     def _variance_change(self, K_cross, overwrite=False):
         change = np.zeros(K_cross.shape[1])
         if getattr(self, "Q", None) is not None:

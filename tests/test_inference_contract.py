@@ -44,6 +44,26 @@ def test_info_holds_the_common_keys_and_no_marginals(combination):
                                    rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("combination", SUPPORTED, ids=_name)
+def test_site_woodbury_inverse_gives_the_predictive_variances(combination):
+    method, updates, likelihood = combination
+    X, y = data(15, 3)
+    if not gpc.get_likelihood(likelihood).is_classification:
+        y = 2.0 * y + 0.1 * X[:, 1]
+    K = se(X, 1.0, 2.0) + 1e-2 * np.eye(15)
+    post = gpc.infer(K, y, method=method, likelihood=likelihood,
+                     **options(updates)).posterior
+    if not isinstance(post, gpc.SitePosterior):
+        pytest.skip("not a site-form posterior")
+    A = post.woodbury_inverse()
+    np.testing.assert_allclose(A, A.T, atol=1e-12)
+    Z = np.random.RandomState(4).randn(6, 2)
+    K_cross = se(X, 1.0, 2.0, Z)
+    _, var = post.latent_mean_and_variance(K_cross, np.full(6, 2.0))
+    expected = 2.0 - np.einsum("ij,ij->j", K_cross, A @ K_cross)
+    np.testing.assert_allclose(var, expected, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("method", gpc.available_methods())
 def test_the_description_is_callable_like_its_function(method):
     spec = get_method(method)

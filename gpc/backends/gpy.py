@@ -25,7 +25,6 @@ True
 """
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from ..inference import get_method, infer
 
@@ -84,15 +83,10 @@ class _SitePosterior(Posterior):
 
     @property
     def woodbury_inv(self):
-        """``(K + W^-1)^-1 = sW B^-1 sW - Q Q'`` with ``B = L L'``."""
+        """``(K + W^-1)^-1``, from the site form (see
+        :meth:`gpc.SitePosterior.woodbury_inverse`)."""
         if self._woodbury_inv is None:
-            post = self._site
-            V = solve_triangular(post.L, np.diag(post.sW), lower=True,
-                                 check_finite=False)
-            inverse = V.T @ V
-            if getattr(post, "Q", None) is not None:
-                inverse -= post.Q @ post.Q.T
-            self._woodbury_inv = inverse
+            self._woodbury_inv = self._site.woodbury_inverse()
         return self._woodbury_inv
 
 
