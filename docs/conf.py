@@ -10,7 +10,6 @@ Warnings are errors (``-W``) and every gallery example runs. Add
 
 import os
 import sys
-import warnings
 
 DOCS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(DOCS)
@@ -55,9 +54,6 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "within_subsection_order": "FileNameSortKey",
 }
-# The examples draw with matplotlib's file backend; none shows a window.
-os.environ.setdefault("MPLBACKEND", "agg")
-warnings.filterwarnings("ignore", message="Matplotlib is currently using agg")
 
 # -- HTML --------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
