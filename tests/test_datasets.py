@@ -78,3 +78,29 @@ def test_housing_threshold():
     assert counts == sorted(counts, reverse=True)
     with pytest.raises(ValueError, match="finite"):
         datasets.load_housing(threshold=np.nan)
+
+
+@pytest.mark.parametrize("name, rows, inputs", [("tv16", 37591, 76),
+                                                ("cps1988", 28155, 12),
+                                                ("lending_club", 9857, 119)])
+def test_tabular_tables_match_their_documentation(name, rows, inputs):
+    X, y, X_test, y_test, names = datasets.load_tabular(name, return_feature_names=True)
+    assert X.shape[0] + X_test.shape[0] == rows
+    assert X.shape[1] == X_test.shape[1] == len(names) == inputs
+    assert abs(X_test.shape[0] / rows - 1 / 3) < 1e-4
+    assert np.isfinite(X).all() and set(np.unique(y)) == {0, 1}
+    onehot = [i for i, f in enumerate(names) if "=" in f]
+    assert onehot and set(np.unique(X[:, onehot])) == {0.0, 1.0}
+    # every row has exactly one level of each categorical column
+    columns = {f.split("=")[0] for f in names if "=" in f}
+    assert np.allclose(X[:, onehot].sum(1), len(columns))
+
+
+def test_tabular_split_is_seeded_and_checked():
+    a = datasets.load_tabular("cps1988", random_state=3)
+    b = datasets.load_tabular("cps1988", random_state=3)
+    assert all(np.array_equal(u, v) for u, v in zip(a, b))
+    with pytest.raises(ValueError, match="Unknown data set"):
+        datasets.load_tabular("adult")
+    with pytest.raises(ValueError, match="test_fraction"):
+        datasets.load_tabular("cps1988", test_fraction=1.0)

