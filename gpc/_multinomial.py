@@ -18,7 +18,7 @@ from .inference.evidence import (checked_contraction, data_fingerprint,
                                  jittered_kernel_matrix)
 from .kernels import as_kernel, cross_covariance_chunks
 from .likelihoods import Softmax, get_likelihood
-from .optimize import maximize_evidence
+from .optimize import learning_starts, maximize_evidence
 
 
 class MultinomialEvidence:
@@ -139,7 +139,8 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                 objective, objective.theta, objective.bounds, optimizer=self.optimizer,
                 n_restarts=self.n_restarts_optimizer, random_state=self.random_state,
                 priors=kernel_priors(self.priors, objective.kernels),
-                verbose=self.verbose)
+                verbose=self.verbose, **learning_starts(objective.kernels, X_train,
+                                                        objective.theta, len(labels)))
             objective.set_theta(optimum.theta)
         result, _ = objective.infer(compute_gradient=False)
         self.kernels_ = objective.kernels

@@ -10,12 +10,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
+import scipy.spatial.distance
 from scipy.special import gammaln
 from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
 from ._validation import check_integer
 from .inference.evidence import EvidenceObjective  # noqa: F401  (its former home)
+
+#: The largest acceptable projected gradient of a log evidence per training
+#: example at the end of evidence maximisation (dense and sparse models).  The
+#: log evidence is a sum over the examples, of the scale of a log loss each, so
+#: this is a gradient of 1e-4 nats of log loss per unit of a log-hyperparameter:
+#: the same meaning at every n.
+TOL_PER_EXAMPLE = 1e-4
 
 
 class LogNormalPrior:
@@ -127,16 +135,66 @@ class EvidenceOptimum:
     runs : list of (theta_start, theta_end, objective) tuples, one per start.
     n_evaluations : int
         Number of objective evaluations over all runs.
+    projected_gradient : float or None
+        The largest absolute projected gradient at theta (L-BFGS-B only).
+    stationary : bool or None
+        Whether theta passed :func:`stationarity`'s test (L-BFGS-B only; a
+        ConvergenceWarning was given when not).
     """
 
     theta: np.ndarray
     objective: float
     runs: list = field(default_factory=list)
     n_evaluations: int = 0
+    projected_gradient: float = None
+    stationary: bool = None
+
+
+class minimisable:
+    """``fun(theta) -> (objective, gradient)`` to be maximised, as the function
+    that SciPy's minimisers and scikit-learn's optimizer callables take:
+    ``obj(theta, eval_gradient=True)`` returns the negative objective plus the
+    priors' log density (and its gradient).  An evaluation that fails
+    (LinAlgError, FloatingPointError) or is not finite returns a huge finite
+    value with a zero gradient, which steers a line search back.  ``n_calls``
+    counts the evaluations; a call at the point of the previous one returns its
+    result without evaluating again (a candidate start, then the run from it)."""
+
+    def __init__(self, fun, priors=None, verbose=0):
+        self.fun, self.priors, self.verbose, self.n_calls = fun, priors, verbose, 0
+        self._last = (None, None)
+
+    def __call__(self, theta, eval_gradient=True):
+        theta = np.asarray(theta, dtype=np.float64)
+        if self._last[0] is not None and np.array_equal(theta, self._last[0]):
+            value, grad = self._last[1]         # a start evaluated just before
+            return (value, grad.copy()) if eval_gradient else value
+        value, grad = self._evaluate(theta)
+        self._last = (theta.copy(), (value, grad.copy()))
+        return (value, grad) if eval_gradient else value
+
+    def _evaluate(self, theta):
+        self.n_calls += 1
+        try:
+            value, grad = self.fun(theta)
+        except (np.linalg.LinAlgError, FloatingPointError) as exc:
+            if self.verbose >= 2:
+                print(f"  [gpc] evaluation {self.n_calls} failed at theta={theta}: "
+                      f"{exc}")
+            value, grad = -np.inf, np.zeros_like(theta)
+        pv, pg = log_prior(self.priors, theta)
+        value = value + pv
+        grad = np.asarray(grad, dtype=np.float64) + pg
+        if self.verbose >= 2:
+            print(f"  [gpc] evaluation {self.n_calls}: objective {value:.10g}")
+        if not np.isfinite(value):
+            value, grad = -1e300, np.zeros_like(theta)
+        return -value, -grad
 
 
 def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
-                      n_restarts=0, random_state=None, priors=None, verbose=0):
+                      n_restarts=0, random_state=None, priors=None, verbose=0,
+                      groups=None, starts=(), tol=1e-3):
     """Maximise an evidence over log-hyperparameters.
 
     Parameters
@@ -148,12 +206,10 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     bounds : array-like of shape (p, 2)
         Bounds on theta (log space).
     optimizer : "fmin_l_bfgs_b" or callable, default="fmin_l_bfgs_b"
-        "fmin_l_bfgs_b" is SciPy's L-BFGS-B, resumed from its end point (up to three
-        times, while that improves the objective) when it stops with a projected
-        gradient above 1e-3 (a stalled line search).  A callable has
-        scikit-learn's signature ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt, func_min)``, where
-        ``obj_func(theta, eval_gradient=True)`` returns the NEGATIVE objective (and its
-        gradient).
+        "fmin_l_bfgs_b" is SciPy's L-BFGS-B in stages (see Notes).  A callable has
+        scikit-learn's signature ``optimizer(obj_func, initial_theta, bounds) ->
+        (theta_opt, func_min)``, where ``obj_func(theta, eval_gradient=True)``
+        returns the NEGATIVE objective (and its gradient); it runs once per start.
     n_restarts : int, default=0
         Additional starts drawn uniformly within the bounds (which must be finite).
     random_state : int, RandomState or None
@@ -162,10 +218,44 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
         One entry per hyperparameter; see :class:`LogNormalPrior`, :class:`GammaPrior`.
     verbose : int, default=0
         Print one line per start (>= 1) or per evaluation (>= 2).
+    groups : array-like of int of shape (p,), optional
+        Entries of theta with the same group move together in a first, tied
+        stage (e.g. the length scales of one ARD kernel: see
+        :func:`parameter_groups`).  None: no tied stage.
+    starts : sequence of array-like of shape (p,), default=()
+        Further candidate starts of the first run beside theta0, e.g.
+        :func:`data_start`'s; the run keeps the best optimum.
+    tol : float, default=1e-3
+        The largest acceptable absolute projected gradient of the objective at
+        the optimum (per log-hyperparameter; the estimators pass
+        ``TOL_PER_EXAMPLE`` times the number of training examples).  L-BFGS-B
+        runs until its own ``gtol`` of 1e-5 or a relative change of the
+        objective below its ``ftol``; a run that stops above ``tol``, unless
+        its quasi-Newton model predicts a gain below ``tol / 100`` from there
+        (:func:`stationarity`), is resumed (up to three times), and if the best
+        optimum still ends so, a ConvergenceWarning says so.
+        ``projected_gradient`` of the result holds the value.
 
     Returns
     -------
     EvidenceOptimum
+
+    Notes
+    -----
+    The first start's run with L-BFGS-B is staged.  The candidate starts (theta0
+    and ``starts``) are collapsed to their group means and the best of them
+    starts a maximisation with the members of each group tied (for an ARD
+    kernel: the isotropic kernel), which has few parameters and so is a
+    well-conditioned, cheap optimisation; its end, or theta0 if its own
+    objective is higher, starts the run over all the parameters.  An ARD fit
+    therefore never ends below the tied stage's end (L-BFGS-B only accepts steps
+    that raise the objective), and a start in a flat region of the evidence (a
+    kernel matrix that is nearly constant or nearly diagonal, where L-BFGS-B
+    stops with a small gradient) gives way to a candidate where the data are.
+    The tied stage stops at the tolerance ``tol``, the last at L-BFGS-B's own.
+    Without groups that tie anything, the run over all the parameters starts
+    from the best candidate.  Random restarts run over all the parameters from
+    their start.
 
     Examples
     --------
@@ -187,56 +277,148 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     if not (optimizer == "fmin_l_bfgs_b" or callable(optimizer)):
         raise ValueError(f"Unknown optimizer {optimizer!r}: use 'fmin_l_bfgs_b', a "
                          "callable or None.")
-    counter = [0]
-
-    def obj_func(theta, eval_gradient=True):
-        theta = np.asarray(theta, dtype=np.float64)
-        counter[0] += 1
-        try:
-            value, grad = fun(theta)
-        except (np.linalg.LinAlgError, FloatingPointError) as exc:
-            if verbose >= 2:
-                print(f"  [gpc] evaluation {counter[0]} failed at theta={theta}: {exc}")
-            value, grad = -np.inf, np.zeros_like(theta)
-        pv, pg = log_prior(priors, theta)
-        value = value + pv
-        grad = np.asarray(grad, dtype=np.float64) + pg
-        if verbose >= 2:
-            print(f"  [gpc] evaluation {counter[0]}: objective {value:.10g}")
-        if not np.isfinite(value):
-            # Steer the line search back: a huge but finite value.
-            value, grad = -1e300, np.zeros_like(theta)
-        if eval_gradient:
-            return -value, -grad
-        return -value
+    obj_func = minimisable(fun, priors, verbose)
 
     rng = check_random_state(random_state)
-    starts = [theta0]
-    for _ in range(int(n_restarts)):
-        starts.append(rng.uniform(bounds[:, 0], bounds[:, 1]))
-    runs = []
-    for k, start in enumerate(starts):
-        start = np.clip(start, bounds[:, 0], bounds[:, 1])
+    candidates = [np.clip(np.asarray(c, dtype=np.float64), bounds[:, 0], bounds[:, 1])
+                  for c in [theta0, *starts]]
+    restarts = [rng.uniform(bounds[:, 0], bounds[:, 1]) for _ in range(int(n_restarts))]
+    runs, ends = [], []
+    for k, start in enumerate([candidates[0]] + restarts):
         if optimizer == "fmin_l_bfgs_b":
-            res = _lbfgsb(obj_func, start, bounds)
-            if not res.success:
-                warnings.warn(f"L-BFGS-B did not converge from start {k + 1}: "
-                              f"{res.message}", ConvergenceWarning, stacklevel=2)
-            theta_opt, fmin = res.x, float(res.fun)
+            run = (staged_lbfgsb(obj_func, candidates, bounds, groups, accept=tol)
+                   if k == 0 else lbfgsb(obj_func, start, bounds, accept=tol))
+            theta_opt, fmin = run.x, float(run.fun)
+            ends.append(run)
         else:
             theta_opt, fmin = optimizer(obj_func, start, bounds=bounds)
             theta_opt = np.asarray(theta_opt, dtype=np.float64)
             fmin = float(fmin)
         runs.append((start, theta_opt, -fmin))
         if verbose:
-            print(f"[gpc] start {k + 1}/{len(starts)}: objective {-fmin:.10g} "
+            print(f"[gpc] start {k + 1}/{1 + len(restarts)}: objective {-fmin:.10g} "
                   f"at theta {np.array2string(theta_opt, precision=4)}")
     best = int(np.argmax([r[2] for r in runs]))
-    return EvidenceOptimum(theta=runs[best][1], objective=runs[best][2], runs=runs,
-                           n_evaluations=counter[0])
+    optimum = EvidenceOptimum(theta=runs[best][1], objective=runs[best][2], runs=runs,
+                              n_evaluations=obj_func.n_calls)
+    if ends:
+        optimum.projected_gradient, optimum.stationary = _check_stationary(
+            ends[best], bounds, tol)
+    return optimum
 
 
-def _projected_gradient(x, g, bounds):
+def stationarity(run, bounds, tol):
+    """``(projected gradient, predicted gain, stationary)`` at the end of an
+    L-BFGS-B run (a minimisation): the largest absolute projected gradient, the
+    gain ``pg' H pg / 2`` that the run's quasi-Newton model predicts for a step
+    along it, and whether the run counts as stationary: a projected gradient
+    of at most ``tol``, or a predicted gain of at most ``tol / 100`` (a large
+    gradient along a steeply curved direction, whose optimum is a hundredth of
+    a unit away: a stop by SciPy's ``ftol`` leaves such ones)."""
+    pg = projected_gradient(run.x, run.jac, bounds)
+    largest = float(np.max(np.abs(pg), initial=0.0))
+    gain = 0.5 * float(pg @ run.newton(pg)) if hasattr(run, "newton") else np.inf
+    return largest, gain, largest <= tol or 0.0 <= gain <= 0.01 * tol
+
+
+def _check_stationary(run, bounds, tol):
+    """The largest absolute projected gradient at an L-BFGS-B run's end and
+    :func:`stationarity`'s verdict; a ConvergenceWarning when it fails."""
+    pg, gain, stationary = stationarity(run, bounds, tol)
+    if not stationary:
+        warnings.warn(
+            f"Evidence maximisation stopped where the projected gradient is {pg:.2g} "
+            f"(tolerance {tol:.2g}) and a quasi-Newton step would gain {gain:.2g} "
+            f"(tolerance {0.01 * tol:.2g}): not at a stationary point of the "
+            f"evidence (L-BFGS-B: {run.message}). The hyperparameters may be "
+            "improved: try n_restarts_optimizer, other bounds or scaled inputs.",
+            ConvergenceWarning, stacklevel=3)
+    return pg, stationary
+
+
+def learning_starts(kernels, X, theta, n_examples):
+    """The ``groups``, ``starts`` and ``tol`` arguments of
+    :func:`maximize_evidence` for the thetas of ``kernels`` one after another,
+    then any further parameters of theta (a likelihood's), on inputs X of
+    ``n_examples`` examples: the tying groups of :func:`parameter_groups`, the
+    start of :func:`data_start` and ``TOL_PER_EXAMPLE`` per example."""
+    n_extra = theta.shape[0] - sum(len(k.theta) for k in kernels)
+    return {"groups": parameter_groups(kernels, n_extra),
+            "starts": [data_start(kernels, theta, median_distance(X))],
+            "tol": TOL_PER_EXAMPLE * n_examples}
+
+
+def parameter_groups(kernels, n_extra=0):
+    """The tying groups of :func:`maximize_evidence` for the thetas of ``kernels``
+    one after another and ``n_extra`` parameters after them (e.g. a likelihood's):
+    the entries of one free hyperparameter (a vector such as ARD length scales)
+    share a group, every other entry has its own.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C
+    >>> from gpc.optimize import parameter_groups
+    >>> parameter_groups([C(1.0) * RBF(np.ones(3))], n_extra=1)
+    array([0, 1, 1, 1, 2])
+    """
+    sizes = [h.n_elements for k in kernels for h in k.hyperparameters if not h.fixed]
+    sizes += [1] * int(n_extra)
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
+def median_distance(X, max_rows=1000):
+    """The median Euclidean distance between distinct rows of X (at most
+    ``max_rows`` of them, a fixed random subset); None when X is not a finite
+    numeric matrix or no two of its rows differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc.optimize import median_distance
+    >>> float(median_distance(np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])))
+    5.0
+    """
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if X.ndim != 2 or X.shape[0] < 2 or not np.isfinite(X).all():
+        return None
+    rows = np.random.RandomState(0).permutation(X.shape[0])[:max_rows]
+    distances = scipy.spatial.distance.pdist(X[rows])
+    distances = distances[distances > 0]
+    return float(np.median(distances)) if distances.size else None
+
+
+def data_start(kernels, theta, distance):
+    """theta with every free length scale of ``kernels`` (hyperparameters named
+    ``length_scale``, isotropic or ARD) set to the log of ``distance``, the
+    inputs' :func:`median_distance`: a start where the kernel matrix is neither
+    nearly constant nor nearly diagonal, whatever the inputs' units and number.
+    theta unchanged when distance is None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel as C
+    >>> from gpc.optimize import data_start
+    >>> kernel = C(1.0) * RBF([1.0, 1.0])
+    >>> np.exp(data_start([kernel], kernel.theta, 5.0)).round(3)
+    array([1., 5., 5.])
+    """
+    theta = np.array(theta, dtype=np.float64)
+    if distance is None:
+        return theta
+    mask = np.zeros(theta.shape[0], dtype=bool)
+    names = [h.name for k in kernels for h in k.hyperparameters if not h.fixed
+             for _ in range(h.n_elements)]
+    mask[:len(names)] = [name.endswith("length_scale") for name in names]
+    theta[mask] = np.log(distance)
+    return theta
+
+
+def projected_gradient(x, g, bounds):
     """The gradient g of a minimisation with the components that point out of the
     box at an active bound set to zero."""
     pg = np.array(g, dtype=np.float64)
@@ -245,11 +427,80 @@ def _projected_gradient(x, g, bounds):
     return pg
 
 
-def _lbfgsb(obj_func, start, bounds, max_resumes=3, pg_tol=1e-3):
-    """SciPy's L-BFGS-B, its first step at most one unit long in log space, resumed
-    from its end point (its curvature memory reset) while it stops on a stalled
-    line search with a projected gradient above ``pg_tol`` and the resumed run
-    improves the objective.
+def staged_lbfgsb(obj_func, candidates, bounds, groups, gtol=1e-5, accept=1e-3):
+    """The first start's run of :func:`maximize_evidence` (see its Notes) on a
+    function to minimise.  Of the ``candidates``, collapsed to their group
+    means, the one of lowest objective starts a tied run to the tolerance
+    ``accept`` (it only gives the next run its start); from its end (or from
+    ``candidates[0]`` when that is lower), a run over all the parameters to
+    ``gtol`` and ``accept`` (see :func:`lbfgsb`).  Without ties, a run from the
+    lowest candidate.  Returns the final run's result."""
+    tie = _tying(groups, bounds)
+    if tie is None:
+        return lbfgsb(obj_func, _lowest(obj_func, candidates), bounds, gtol, accept)
+    P, tied_bounds = tie
+
+    def tied(s):
+        f, g = obj_func(P @ s)
+        return f, P.T @ g
+
+    means = [np.clip(np.linalg.lstsq(P, c, rcond=None)[0], tied_bounds[:, 0],
+                     tied_bounds[:, 1]) for c in candidates]
+    best = lbfgsb(tied, _lowest(tied, means), tied_bounds, 10 * accept, 10 * accept)
+    start = P @ best.x
+    if not np.array_equal(P @ means[0], candidates[0]) and \
+            obj_func(candidates[0])[0] < best.fun:
+        start = candidates[0]        # not tied, and better than the tied end
+    return lbfgsb(obj_func, start, bounds, gtol, accept)
+
+
+def _lowest(obj_func, points):
+    """The point of lowest objective (the first of equals); only one point is
+    not evaluated."""
+    points = _distinct(points)
+    if len(points) == 1:
+        return points[0]
+    return min(points, key=lambda p: obj_func(p)[0])
+
+
+def _distinct(points):
+    """The points, each once (in order)."""
+    out = []
+    for p in points:
+        if not any(np.array_equal(p, q) for q in out):
+            out.append(p)
+    return out
+
+
+def _tying(groups, bounds):
+    """``(P, tied_bounds)``: theta = P s ties the entries of each group to one
+    value s_j, within the intersection of their bounds; None when no group has
+    two entries or the bounds of a group do not intersect."""
+    if groups is None:
+        return None
+    groups = np.asarray(groups)
+    labels, index = np.unique(groups, return_inverse=True)
+    if labels.size == groups.size:
+        return None
+    P = np.zeros((groups.size, labels.size))
+    P[np.arange(groups.size), index] = 1.0
+    tied_bounds = np.array([[bounds[index == j, 0].max(), bounds[index == j, 1].min()]
+                            for j in range(labels.size)])
+    if (tied_bounds[:, 0] > tied_bounds[:, 1]).any():
+        return None
+    return P, tied_bounds
+
+
+def lbfgsb(obj_func, start, bounds, gtol=1e-5, accept=1e-3, max_resumes=3,
+           first_step=None):
+    """SciPy's L-BFGS-B on a function to minimise, until the largest absolute
+    projected gradient is at most ``gtol``, its first step at most one unit long
+    in log space, resumed from its end point (its curvature memory reset) while
+    it stops (on a stalled line search, or on a relative change of the objective
+    below SciPy's ``ftol``) short of :func:`stationarity`'s test with ``accept``
+    and the resumed run improves the objective.  ``first_step(g0)``, when given, sets
+    the length of the first run's first step from the projected gradient at
+    ``start`` (e.g. a quasi-Newton step of an earlier run's curvature).
 
     With every variable bounded, L-BFGS-B's first trial step is the whole negative
     gradient, cut at the box.  An evidence's gradient is often in the hundreds, so
@@ -270,25 +521,30 @@ def _lbfgsb(obj_func, start, bounds, max_resumes=3, pg_tol=1e-3):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for _ in range(1 + max_resumes):
-            run = _scaled_lbfgsb(obj_func, start if res is None else res.x, bounds)
+            run = _scaled_lbfgsb(obj_func, start if res is None else res.x, bounds,
+                                 gtol, first_step if res is None else None)
             if res is not None:
                 run.nit += res.nit
                 if run.fun >= res.fun - 1e-10 * (1.0 + abs(res.fun)):  # no gain
                     res = run if run.fun < res.fun else res
                     break
             res = run
-            if np.max(np.abs(_projected_gradient(res.x, res.jac, bounds)),
-                      initial=0.0) <= pg_tol:
+            if stationarity(res, bounds, accept)[2]:
                 break
     return res
 
 
-def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5):
-    """One L-BFGS-B run on ``obj_func`` divided by its projected gradient norm at
-    ``start`` (at least 1); the result in the objective's own units."""
+def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5, first_step=None):
+    """One L-BFGS-B run on ``obj_func`` divided by a scale that makes its first
+    step ``first_step(g0)`` long (``g0``: the projected gradient at ``start``;
+    default 1), or shorter when the gradient is (the scale is at least 1); the
+    result in the objective's own units, with ``newton(g)``: the run's final
+    quasi-Newton step ``H g`` for a gradient g of the objective."""
     start = np.asarray(start, dtype=np.float64)
     f0, g0 = obj_func(start)
-    scale = max(1.0, float(np.linalg.norm(_projected_gradient(start, g0, bounds))))
+    pg0 = projected_gradient(start, g0, bounds)
+    length = 1.0 if first_step is None else float(first_step(pg0))
+    scale = max(1.0, float(np.linalg.norm(pg0)) / length)
     first = [start.copy()]
 
     def scaled(theta):
@@ -302,4 +558,6 @@ def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5):
                                   bounds=bounds, options={"gtol": gtol / scale})
     run.fun = float(run.fun) * scale
     run.jac = np.asarray(run.jac) * scale
+    hess_inv = run.hess_inv
+    run.newton = lambda g: hess_inv.matvec(np.asarray(g, dtype=np.float64)) / scale
     return run
