@@ -74,7 +74,7 @@ from .classifier import classes_from_proba
 from .inference._base import NumericalError, check_kernel_psd, with_jitter
 from .kernels import as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
-from .optimize import maximize_evidence
+from .optimize import maximize_evidence, median_distance
 from ._chunked import ChunkedData
 from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
 
@@ -451,6 +451,26 @@ def _kmeans_centres(M, seed, *parts):
     return X[kmeans_plusplus(X / scale, M, random_state=seed)[1]]
 
 
+def _warn_if_unfinished(opt):
+    """Warn when the sparse model's evidence maximisation (its ``info``) was
+    interrupted or ended above its gradient tolerance."""
+    if opt["interrupted"]:
+        warnings.warn("sparse GP: fit interrupted; the model is fitted with "
+                      "the best hyperparameters evaluated so far.",
+                      RuntimeWarning, stacklevel=4)
+    elif opt.get("stationary") is False:
+        warnings.warn(
+            "sparse GP: evidence maximisation stopped where the projected gradient "
+            f"of the log evidence per example is {opt['projected_gradient']:.2g} "
+            f"(tolerance {opt['gtol']:g}), not at a stationary point: L-BFGS-B "
+            "could not improve the evidence further from there.",
+            ConvergenceWarning, stacklevel=4)
+
+
+def _median_distance(*parts):
+    return median_distance(np.concatenate(parts))
+
+
 def _as_float(block):
     return np.asarray(block, dtype=np.float64)
 
@@ -588,6 +608,15 @@ class _SparseGP(BaseEstimator):
         ex = data.executor
         return ex.gather([ex.submit(_kmeans_centres, M, seed, *sample.X)])[0]
 
+    @staticmethod
+    def _median_distance(data):
+        """The median distance between rows of a random subset of about 1000
+        rows (:func:`gpc.optimize.median_distance`), computed where the data
+        live."""
+        sample = data.subset(min(1.0, 1000 / data.n))
+        ex = data.executor
+        return ex.gather([ex.submit(_median_distance, *sample.X)])[0]
+
     def _fit_dask(self, X, y, encode):
         """Fit on Dask arrays: the chunks stay on the workers of the current
         ``distributed`` client; ``encode`` maps a block of y to the targets."""
@@ -630,7 +659,7 @@ class _SparseGP(BaseEstimator):
         if learn and (kernel.n_dims > 0 or learn_lik):
             theta, res, opt = maximize_sparse_evidence(
                 kernel, likelihood, data, Z, learn_likelihood=learn_lik,
-                verbose=self.verbose, **options)
+                distance=self._median_distance(data), verbose=self.verbose, **options)
         final = SparseEvidence(kernel, likelihood, data, None, Z,
                                learn_likelihood=learn_lik, **options)
         theta = final.theta if theta is None else theta
@@ -646,10 +675,7 @@ class _SparseGP(BaseEstimator):
                 if res is None:
                     raise
                 opt["interrupted"] = True
-        if opt["interrupted"]:
-            warnings.warn("sparse GP: fit interrupted; the model is fitted with "
-                          "the best hyperparameters evaluated so far.",
-                          RuntimeWarning, stacklevel=3)
+        _warn_if_unfinished(opt)
         if not res.info["converged"]:
             warnings.warn(f"sparse GP: EP did not converge (largest site change "
                           f"{res.info['max_change']:.2e}, tol {self.tol:g}).",
@@ -662,6 +688,8 @@ class _SparseGP(BaseEstimator):
         state.n_seen, state.log_evidence = data.n, res.log_evidence
         info = dict(res.info, log_evidence=res.log_evidence, stages=opt.get("stages"),
                     n_evaluations=opt.get("n_evaluations", 0),
+                    projected_gradient=opt.get("projected_gradient"),
+                    stationary=opt.get("stationary"),
                     interrupted=opt["interrupted"])
         self._set_fitted(kernel, likelihood, state, info, opt["history"][-1],
                          res.factors)
@@ -785,8 +813,14 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
       expectation propagation over all the data in block-sequential sweeps
       (:mod:`gpc.sparse_ep`), and the hyperparameters by maximising its log
       evidence with L-BFGS-B and its exact gradient, in stages on growing random
-      subsets that end on the whole data, each stopping when an iteration gains
-      less than 1e-4 nats per example.  This is the way to learn
+      subsets that end on the whole data, each stopping where the projected
+      gradient of the log evidence is at most 1e-4 per example
+      (``gpc.optimize.TOL_PER_EXAMPLE``; a ConvergenceWarning says when the
+      last stage could not get there).  The first stage starts from the
+      kernel's hyperparameters or from length scales at the inputs' median
+      distance, whichever has the higher evidence, and moves the length scales
+      of an ARD kernel together before it frees them (as
+      :func:`gpc.maximize_evidence` does).  This is the way to learn
       hyperparameters.
     * ``method="online"``: the sparse online GP of Csato & Opper (2002), one
       pass that chooses the basis vectors as it goes, optional EP sweeps, and

@@ -66,11 +66,9 @@ the model (the gradient includes it), so the evidence stays smooth.
 
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.optimize
 from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangular
 
 from ._chunked import ChunkedData
@@ -79,6 +77,8 @@ from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_dia
                       cross_covariance)
 from .inference._base import NumericalError
 from .inference.evidence import ModelParameters
+from .optimize import (TOL_PER_EXAMPLE, data_start, lbfgsb, minimisable,
+                       parameter_groups, staged_lbfgsb, stationarity)
 
 __all__ = ["SparseEPResult", "sparse_ep"]
 
@@ -595,105 +595,44 @@ class SparseEvidence:
 
 
 def stage_sizes(n, n_inducing, smallest=5000, factor=10):
-    """The data sizes of staged evidence maximisation: ``n, n / factor, ...`` down to
-    ``max(smallest, 10 n_inducing)``, smallest first.
+    """The data sizes of staged evidence maximisation: ``n, n / factor, ...``
+    while above ``max(smallest, 10 n_inducing)``, and that smallest size itself
+    when the last is more than twice it; smallest first.
 
     A stage on a random subset costs a fraction of the full data's and ends near
     the full optimum, so the stages on more data start close and take few
     evaluations; the last stage is always the whole data."""
+    smallest = max(smallest, 10 * n_inducing)
     sizes, s = [n], n // factor
-    while s >= max(smallest, 10 * n_inducing):
+    while s >= smallest:
         sizes.append(s)
         s //= factor
+    if sizes[-1] > 2 * smallest:
+        sizes.append(smallest)
     return sizes[::-1]
 
 
-def _lbfgsb_stage(objective, start, evidence_tol, newton=None):
-    """L-BFGS-B on one stage, from ``start``, until an iteration gains less than
-    ``evidence_tol`` nats per example or SciPy's gradient test holds (1e-5 per
-    example).
-
-    With every variable bounded, L-BFGS-B's first step is the gradient itself:
-    tiny on the evidence per example (a gain-based stop would end there, far
-    from the optimum), huge on the total.  The
-    objective is therefore scaled so that the first step is as long as the
-    quasi-Newton step ``newton(gradient)`` of the previous stage's curvature
-    (the same per example on any subset), or 0.5 without one, within [0.05, 1].
-    When that step's predicted gain, ``gradient . newton(gradient) / 2``,
-    is already below ``evidence_tol``, the stage ends at its first evaluation:
-    on the whole data that spares the evaluations of a line search whose
-    gain would not count.  A failed evaluation steers the line search back (as
-    :func:`gpc.optimize.maximize_evidence` does).
-
-    Returns this stage's ``newton``: gradient per example -> quasi-Newton step
-    (None when it made no curvature pair)."""
-    bounds = np.asarray(objective.bounds, dtype=np.float64)
-    start = np.clip(np.asarray(start, dtype=np.float64), bounds[:, 0], bounds[:, 1])
-
-    def evaluate(theta):
-        try:
-            value, grad = objective(theta)
-        except (LinAlgError, FloatingPointError):
-            return None, None
-        return -value, -grad
-
-    f0, g0 = evaluate(start)
-    if f0 is None:
-        return newton
-    step = None if newton is None else newton(g0)
-    if step is not None and 0.5 * float(g0 @ step) < evidence_tol:
-        return newton
-    length = 0.5 if step is None else float(np.linalg.norm(step))
-    scale = min(max(length, 0.05), 1.0) / max(float(np.linalg.norm(g0)), 1e-300)
-    last = f0
-
-    def f(theta):
-        value, grad = ((f0, g0) if np.array_equal(theta, start)
-                       else evaluate(theta))
-        if value is None:
-            return 1e300, np.zeros_like(theta)
-        return value * scale, grad * scale
-
-    def stop_on_small_gain(intermediate_result):
-        nonlocal last
-        value = intermediate_result.fun / scale
-        gain, last = last - value, value
-        if gain < evidence_tol:
-            raise StopIteration
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = scipy.optimize.minimize(f, start, jac=True, method="L-BFGS-B",
-                                      bounds=bounds, callback=stop_on_small_gain,
-                                      options={"ftol": 0.0, "gtol": 1e-5 * scale})
-    if res.hess_inv.sk.shape[0] == 0:
-        return newton
-    return lambda g: scale * res.hess_inv.matvec(g)
-
-
 def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
-                             smallest_stage=5000, evidence_tol=1e-4, verbose=0,
+                             distance=None, smallest_stage=5000, gtol=TOL_PER_EXAMPLE,
+                             verbose=0,
                              **options):
     """Staged L-BFGS-B maximisation of the sparse EP evidence.
 
     The stages (:func:`stage_sizes`) run on nested random subsets of ``data`` (a
     :class:`gpc._chunked.ChunkedData`), each starting from the previous stage's
-    optimum and, for the examples they
-    share, from its sites; the last stage is the whole data (``smallest_stage``:
-    see :func:`stage_sizes`).  Each stage maximises the log evidence until an
-    iteration gains less than ``evidence_tol`` nats per example
-    (:func:`_lbfgsb_stage`).  The log evidence is the sum of the examples'
-    sequential predictive log probabilities, ``sum_i log p(y_i | y_1..y_{i-1})``,
-    so its gain per example is on the scale of a test log loss; the default,
-    1e-4, is fifty times below the 0.005 at which two log losses are usually
-    called equal.  A fixed number of nats would not do: it asks for a
-    per-example gain ``n`` times smaller on ``n`` examples, and the last
-    iterations of such a tolerance walk along a flat ridge of the evidence
-    without changing the predictions (``bench/RESULTS.md``).  While
-    the hyperparameters move, EP stops at a site change of 1e-4
-    (``max(tol, 1e-4)``: the evidence's error is second order in the sites'),
-    so the returned result is EP to that; continue it from its sites for a
-    tighter ``tol``.
+    optimum and, for the examples they share, from its sites; the last stage is
+    the whole data.  Each stage runs L-BFGS-B until the largest absolute
+    projected gradient of the log evidence per example is at most ``gtol``
+    (:func:`gpc.optimize.lbfgsb`): the log evidence is the sum of the examples'
+    sequential predictive log probabilities, so its gradient per example is on
+    the scale of a test log loss's, and the same tolerance means the same at
+    every n.  The first stage is :func:`gpc.optimize.staged_lbfgsb`'s: from the
+    kernel's own start and, with ``distance`` (the inputs' median distance),
+    from length scales set to it, first with every vector hyperparameter tied
+    (an ARD kernel as the isotropic one), then free.  While the hyperparameters
+    move, EP stops at a site change of 1e-4 (``max(tol, 1e-4)``: the evidence's
+    error is second order in the sites'), so the returned result is EP to that;
+    continue it from its sites for a tighter ``tol``.
 
     Returns
     -------
@@ -706,12 +645,15 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     info : dict
         ``interrupted`` (a KeyboardInterrupt stopped the optimisation; it is not
         re-raised, the best parameters so far are returned), ``stages`` (sizes),
-        ``n_evaluations`` and ``history`` (log evidence of every evaluation, per
-        stage).
+        ``n_evaluations``, ``history`` (log evidence of every evaluation, per
+        stage), ``projected_gradient`` (the largest absolute one per example at
+        the end of the last stage, None when it was interrupted), ``gtol`` and
+        ``stationary`` (:func:`gpc.optimize.stationarity`'s verdict there).
     """
     n = data.n
     theta, sites, done, result, newton = None, None, None, None, None
     info = {"interrupted": False, "n_evaluations": 0, "history": [],
+            "projected_gradient": None, "gtol": gtol, "stationary": None,
             "stages": stage_sizes(n, Z.shape[0], smallest=smallest_stage)}
     for size in info["stages"]:
         stage = data.subset(size / n)
@@ -721,11 +663,15 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
                                    **stage_options)
         if sites is not None:
             objective.sites = stage.carry(sites, done)
-        start = objective.theta if theta is None else theta
         try:
-            newton = _lbfgsb_stage(objective, start, evidence_tol, newton)
+            run = _stage(objective, theta, kernel, distance, gtol, newton)
+            newton = _per_example(run.newton, stage.n)
+            pg, gain, info["stationary"] = stationarity(run, objective.bounds,
+                                                        gtol * stage.n)
+            info["projected_gradient"] = pg / stage.n
         except KeyboardInterrupt:
             info["interrupted"] = True
+            info["projected_gradient"] = info["stationary"] = None
         info["n_evaluations"] += len(objective.history)
         info["history"].append(objective.history)
         if objective.best is not None:
@@ -740,3 +686,36 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         raise NumericalError("sparse EP: every evaluation of the evidence failed.",
                              "sparse_ep")
     return theta, (result if done == 1.0 else None), info
+
+
+def _per_example(newton, n):
+    """A stage's quasi-Newton step ``H g`` for the total evidence of its n
+    examples as a function of the gradient per example (the same on any
+    subset)."""
+    return lambda g: newton(np.asarray(g) * n)
+
+
+def _stage(objective, theta, kernel, distance, gtol, newton):
+    """One stage of :func:`maximize_sparse_evidence`: L-BFGS-B on the stage's
+    total log evidence (the per-example objective times n) until the projected
+    gradient per example is at most ``gtol``.  The first stage (``theta`` None)
+    runs from the candidate starts of :func:`gpc.optimize.staged_lbfgsb`, its
+    first steps one unit long; a later one from theta, its first step the
+    quasi-Newton step of the previous stage's curvature (``newton``, per
+    example), within [0.05, 1]."""
+    n = objective.data.n
+
+    def total(t):
+        value, grad = objective(t)
+        return n * value, n * grad
+
+    fun, bounds = minimisable(total), np.asarray(objective.bounds, dtype=np.float64)
+    tol = gtol * n
+    if theta is not None:
+        length = (lambda g: min(max(float(np.linalg.norm(newton(g / n))), 0.05), 1.0))
+        return lbfgsb(fun, theta, bounds, tol, tol, first_step=length)
+    start = objective.theta
+    n_lik = start.shape[0] - kernel.theta.shape[0]
+    candidates = [start, data_start([kernel], start, distance)]
+    return staged_lbfgsb(fun, candidates, bounds, parameter_groups([kernel], n_lik),
+                         tol, tol)

@@ -126,3 +126,22 @@ def test_a_non_stationary_end_is_reported():
         res = gpc.maximize_evidence(fun, [0.0, 0.0], [(-5.0, 5.0)] * 2)
     assert res.projected_gradient == pytest.approx(1.0) and not res.stationary
     assert abs(res.theta[0] - 1.234) < 1e-3
+
+
+def test_sparse_ard_ends_at_or_above_the_isotropic_optimum():
+    X, y, _, _ = load_tabular("cps1988")
+    X, y = _standardised(X[:11000]), y[:11000]
+    fits = {}
+    for name, kernel in (("iso", C(1.0) * RBF(1.0)),
+                         ("ard", C(1.0) * RBF(np.ones(X.shape[1])))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            fits[name] = gpc.SparseGPClassifier(kernel, max_basis=30,
+                                                random_state=0).fit(X, y)
+        info = fits[name].inference_info_
+        assert info["stages"] == [5000, 11000]
+        # Stationary on the whole data (a projected gradient per example of at
+        # most TOL_PER_EXAMPLE, or a quasi-Newton gain below a hundredth of it).
+        assert info["stationary"]
+    assert fits["ard"].log_marginal_likelihood_value_ >= \
+        fits["iso"].log_marginal_likelihood_value_ - 1e-6 * 11000
