@@ -325,8 +325,8 @@ def load_tabular(name, test_fraction=1 / 3, random_state=0,
     Examples
     --------
     >>> from gpc.datasets import load_tabular
-    >>> X, y, X_test, y_test = load_tabular("cps1988")   # doctest: +SKIP
-    >>> X.shape, X_test.shape                             # doctest: +SKIP
+    >>> X, y, X_test, y_test = load_tabular("cps1988")
+    >>> X.shape, X_test.shape
     ((18770, 12), (9385, 12))
     """
     if name not in _TABULAR:
