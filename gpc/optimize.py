@@ -21,9 +21,10 @@ from .inference.evidence import EvidenceObjective  # noqa: F401  (its former hom
 #: The largest acceptable projected gradient of a log evidence per training
 #: example at the end of evidence maximisation (dense and sparse models).  The
 #: log evidence is a sum over the examples, of the scale of a log loss each, so
-#: this is a gradient of 1e-4 nats of log loss per unit of a log-hyperparameter:
+#: this is a gradient of 1e-3 nats of log loss per unit of a log-hyperparameter
+#: (a thousandth of a typical log loss for an e-fold change of a length scale):
 #: the same meaning at every n.
-TOL_PER_EXAMPLE = 1e-4
+TOL_PER_EXAMPLE = 1e-3
 
 
 class LogNormalPrior:
@@ -435,6 +436,7 @@ def staged_lbfgsb(obj_func, candidates, bounds, groups, gtol=1e-5, accept=1e-3):
     ``candidates[0]`` when that is lower), a run over all the parameters to
     ``gtol`` and ``accept`` (see :func:`lbfgsb`).  Without ties, a run from the
     lowest candidate.  Returns the final run's result."""
+    candidates = [np.clip(c, bounds[:, 0], bounds[:, 1]) for c in candidates]
     tie = _tying(groups, bounds)
     if tie is None:
         return lbfgsb(obj_func, _lowest(obj_func, candidates), bounds, gtol, accept)

@@ -662,8 +662,11 @@ class _SparseGP(BaseEstimator):
                 distance=self._median_distance(data), verbose=self.verbose, **options)
         final = SparseEvidence(kernel, likelihood, data, None, Z,
                                learn_likelihood=learn_lik, **options)
+        learnt = theta is not None
         theta = final.theta if theta is None else theta
         kernel, likelihood = final.model(theta)
+        if learnt and kernel.n_dims:
+            kernel._check_bounds_params()        # scikit-learn's warning at a bound
         if res is None or res.info["max_change"] >= self.tol:
             # EP at theta to tol: from the optimum's sites (the stages stop EP at
             # 1e-4), or afresh when nothing was learnt or the whole data's stage
@@ -813,10 +816,10 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
       expectation propagation over all the data in block-sequential sweeps
       (:mod:`gpc.sparse_ep`), and the hyperparameters by maximising its log
       evidence with L-BFGS-B and its exact gradient, in stages on growing random
-      subsets that end on the whole data, each stopping where the projected
-      gradient of the log evidence is at most 1e-4 per example
-      (``gpc.optimize.TOL_PER_EXAMPLE``; a ConvergenceWarning says when the
-      last stage could not get there).  The first stage starts from the
+      subsets that end on the whole data, the last stopping where the
+      projected gradient of the log evidence is at most 1e-3 per example
+      (``gpc.optimize.TOL_PER_EXAMPLE``; the subsets' to a tenth of that; a
+      ConvergenceWarning says when the last stage could not get there).  The first stage starts from the
       kernel's hyperparameters or from length scales at the inputs' median
       distance, whichever has the higher evidence, and moves the length scales
       of an ARD kernel together before it frees them (as
