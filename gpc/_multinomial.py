@@ -142,6 +142,9 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                 verbose=self.verbose, **learning_starts(objective.kernels, X_train,
                                                         objective.theta, len(labels)))
             objective.set_theta(optimum.theta)
+            for kernel in objective.kernels:
+                if kernel.n_dims:
+                    kernel._check_bounds_params()  # scikit-learn's warning at a bound
         result, _ = objective.infer(compute_gradient=False)
         self.kernels_ = objective.kernels
         self._shared = shared

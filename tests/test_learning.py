@@ -145,3 +145,22 @@ def test_sparse_ard_ends_at_or_above_the_isotropic_optimum():
         assert info["stationary"]
     assert fits["ard"].log_marginal_likelihood_value_ >= \
         fits["iso"].log_marginal_likelihood_value_ - 1e-6 * 11000
+
+
+def test_sparse_and_multinomial_fits_warn_at_a_bound():
+    # As the binary estimator (and scikit-learn's) does: a learnt hyperparameter
+    # that ends at its bound is named.
+    rng = np.random.RandomState(0)
+    X = rng.randn(3000, 2)
+    y = (X[:, 0] + 0.3 * rng.randn(3000) > 0).astype(int)
+    kernel = C(1.0) * RBF(1.0, length_scale_bounds=(1e-2, 5e-2))
+    with pytest.warns(ConvergenceWarning, match="length_scale is close to the "
+                      "specified upper bound"):
+        clf = gpc.SparseGPClassifier(kernel, max_basis=20, random_state=0).fit(X, y)
+    # The median-distance start (1.6) lies outside the bounds: clipped to them.
+    assert clf.kernel_.k2.length_scale == pytest.approx(5e-2)
+    y3 = np.digitize(X[:300, 0], [-0.5, 0.5])
+    with pytest.warns(ConvergenceWarning, match="length_scale is close to the "
+                      "specified upper bound"):
+        gpc.GaussianProcessClassifier(kernel, multi_class="multinomial").fit(
+            X[:300], y3)
