@@ -164,11 +164,11 @@ def _row(problem, n, name, r):
                 if r["stages"] else "EM; ")
         note += f"log evidence {r['log_evidence']:.1f}; " + _kernel_note(r)
         return (f"| {problem} | {n} | {name} | {r['error']:.3f} | "
-                f"{r['log_loss']:.3f} | {r['seconds']:.1f} | | {r['peak_gb']:.2f} | "
+                f"{r['log_loss']:.4f} | {r['seconds']:.1f} | | {r['peak_gb']:.2f} | "
                 f"{note} |")
     within = "never" if r["within"] is None else f"{r['within']:.1f}"
     return (f"| {problem} | {n} | {name} {r['version']} | {r['final_error']:.3f} "
-            f"| {r['final_log_loss']:.3f} | {r['train_seconds']:.1f} | {within} | | "
+            f"| {r['final_log_loss']:.4f} | {r['train_seconds']:.1f} | {within} | | "
             f"{r['epochs']:.1f} epochs |")
 
 
