@@ -448,7 +448,7 @@ def staged_lbfgsb(obj_func, candidates, bounds, groups, gtol=1e-5, accept=1e-3):
 
     means = [np.clip(np.linalg.lstsq(P, c, rcond=None)[0], tied_bounds[:, 0],
                      tied_bounds[:, 1]) for c in candidates]
-    best = lbfgsb(tied, _lowest(tied, means), tied_bounds, 10 * accept, 10 * accept)
+    best = lbfgsb(tied, _lowest(tied, means), tied_bounds, accept, accept)
     start = P @ best.x
     if not np.array_equal(P @ means[0], candidates[0]) and \
             obj_func(candidates[0])[0] < best.fun:
