@@ -467,7 +467,7 @@ def _warn_if_unfinished(opt):
             ConvergenceWarning, stacklevel=4)
 
 
-def _median_distance(*parts):
+def _median_distance_of(*parts):
     return median_distance(np.concatenate(parts))
 
 
@@ -615,7 +615,7 @@ class _SparseGP(BaseEstimator):
         live."""
         sample = data.subset(min(1.0, 1000 / data.n))
         ex = data.executor
-        return ex.gather([ex.submit(_median_distance, *sample.X)])[0]
+        return ex.gather([ex.submit(_median_distance_of, *sample.X)])[0]
 
     def _fit_dask(self, X, y, encode):
         """Fit on Dask arrays: the chunks stay on the workers of the current
@@ -819,12 +819,12 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
       subsets that end on the whole data, the last stopping where the
       projected gradient of the log evidence is at most 1e-3 per example
       (``gpc.optimize.TOL_PER_EXAMPLE``; the subsets' to a tenth of that; a
-      ConvergenceWarning says when the last stage could not get there).  The first stage starts from the
-      kernel's hyperparameters or from length scales at the inputs' median
-      distance, whichever has the higher evidence, and moves the length scales
-      of an ARD kernel together before it frees them (as
-      :func:`gpc.maximize_evidence` does).  This is the way to learn
-      hyperparameters.
+      ConvergenceWarning says when the last stage could not get there).  The
+      first stage starts from the kernel's hyperparameters or from length
+      scales at the inputs' median distance, whichever has the higher
+      evidence, and moves the length scales of an ARD kernel together before
+      it frees them (as :func:`gpc.maximize_evidence` does).  This is the way
+      to learn hyperparameters.
     * ``method="online"``: the sparse online GP of Csato & Opper (2002), one
       pass that chooses the basis vectors as it goes, optional EP sweeps, and
       EM for the hyperparameters (see :mod:`gpc.sparse`).  :meth:`partial_fit`
