@@ -19,7 +19,7 @@ from .kernels import (as_kernel, cross_covariance_chunks, has_white_noise,
                       kernel_matrix)
 from .likelihoods import get_likelihood
 from .inference.evidence import EvidenceObjective, data_fingerprint
-from .optimize import learning_starts, maximize_evidence
+from .optimize import learning_starts, maximize_evidence, median_distance
 _DEFAULT_METHOD = "laplace"
 #: Elements (float64) of one block of cross-covariances in prediction (32 MB).
 _PREDICT_BLOCK = 1 << 22
@@ -238,8 +238,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                     objective, objective.theta, objective.bounds,
                     optimizer=self.optimizer, n_restarts=self.n_restarts_optimizer,
                     random_state=self.random_state, priors=priors,
-                    verbose=self.verbose, **learning_starts([kernel], X_train,
-                                                            objective.theta, len(y01)))
+                    verbose=self.verbose, **learning_starts(
+                        [kernel], objective.theta, median_distance(X_train), len(y01)))
                 objective._set_theta(optimum.theta)
                 kernel.theta = objective.kernel.theta
                 likelihood = objective.likelihood

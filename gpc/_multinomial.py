@@ -18,7 +18,7 @@ from .inference.evidence import (checked_contraction, data_fingerprint,
                                  jittered_kernel_matrix)
 from .kernels import as_kernel, cross_covariance_chunks
 from .likelihoods import Softmax, get_likelihood
-from .optimize import learning_starts, maximize_evidence
+from .optimize import learning_starts, maximize_evidence, median_distance
 
 
 class MultinomialEvidence:
@@ -139,8 +139,9 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                 objective, objective.theta, objective.bounds, optimizer=self.optimizer,
                 n_restarts=self.n_restarts_optimizer, random_state=self.random_state,
                 priors=kernel_priors(self.priors, objective.kernels),
-                verbose=self.verbose, **learning_starts(objective.kernels, X_train,
-                                                        objective.theta, len(labels)))
+                verbose=self.verbose, **learning_starts(
+                    objective.kernels, objective.theta, median_distance(X_train),
+                    len(labels)))
             objective.set_theta(optimum.theta)
             for kernel in objective.kernels:
                 if kernel.n_dims:

@@ -337,16 +337,22 @@ def _check_stationary(run, bounds, tol):
     return pg, stationary
 
 
-def learning_starts(kernels, X, theta, n_examples):
+def learning_starts(kernels, theta, distance, n_examples):
     """The ``groups``, ``starts`` and ``tol`` arguments of
     :func:`maximize_evidence` for the thetas of ``kernels`` one after another,
-    then any further parameters of theta (a likelihood's), on inputs X of
-    ``n_examples`` examples: the tying groups of :func:`parameter_groups`, the
-    start of :func:`data_start` and ``TOL_PER_EXAMPLE`` per example."""
+    then any further parameters of theta (a likelihood's), for ``n_examples``
+    examples whose inputs' :func:`median_distance` is ``distance``: the tying
+    groups of :func:`parameter_groups`, the start of :func:`data_start` and
+    ``TOL_PER_EXAMPLE`` per example."""
     n_extra = theta.shape[0] - sum(len(k.theta) for k in kernels)
     return {"groups": parameter_groups(kernels, n_extra),
-            "starts": [data_start(kernels, theta, median_distance(X))],
+            "starts": [data_start(kernels, theta, distance)],
             "tol": TOL_PER_EXAMPLE * n_examples}
+
+
+def _free(kernels):
+    """The free hyperparameters of ``kernels``, in the order of their thetas."""
+    return [h for k in kernels for h in k.hyperparameters if not h.fixed]
 
 
 def parameter_groups(kernels, n_extra=0):
@@ -363,8 +369,7 @@ def parameter_groups(kernels, n_extra=0):
     >>> parameter_groups([C(1.0) * RBF(np.ones(3))], n_extra=1)
     array([0, 1, 1, 1, 2])
     """
-    sizes = [h.n_elements for k in kernels for h in k.hyperparameters if not h.fixed]
-    sizes += [1] * int(n_extra)
+    sizes = [h.n_elements for h in _free(kernels)] + [1] * int(n_extra)
     return np.repeat(np.arange(len(sizes)), sizes)
 
 
@@ -411,11 +416,9 @@ def data_start(kernels, theta, distance):
     theta = np.array(theta, dtype=np.float64)
     if distance is None:
         return theta
-    mask = np.zeros(theta.shape[0], dtype=bool)
-    names = [h.name for k in kernels for h in k.hyperparameters if not h.fixed
-             for _ in range(h.n_elements)]
-    mask[:len(names)] = [name.endswith("length_scale") for name in names]
-    theta[mask] = np.log(distance)
+    mask = np.concatenate([np.full(h.n_elements, h.name.endswith("length_scale"))
+                           for h in _free(kernels)] + [np.zeros(0, dtype=bool)])
+    theta[:mask.size][mask] = np.log(distance)
     return theta
 
 
@@ -440,17 +443,18 @@ def staged_lbfgsb(obj_func, candidates, bounds, groups, gtol=1e-5, accept=1e-3):
     tie = _tying(groups, bounds)
     if tie is None:
         return lbfgsb(obj_func, _lowest(obj_func, candidates), bounds, gtol, accept)
-    P, tied_bounds = tie
+    index, tied_bounds = tie
+    counts = np.bincount(index)
 
     def tied(s):
-        f, g = obj_func(P @ s)
-        return f, P.T @ g
+        f, g = obj_func(s[index])
+        return f, np.bincount(index, weights=g, minlength=counts.size)
 
-    means = [np.clip(np.linalg.lstsq(P, c, rcond=None)[0], tied_bounds[:, 0],
+    means = [np.clip(np.bincount(index, weights=c) / counts, tied_bounds[:, 0],
                      tied_bounds[:, 1]) for c in candidates]
     best = lbfgsb(tied, _lowest(tied, means), tied_bounds, accept, accept)
-    start = P @ best.x
-    if not np.array_equal(P @ means[0], candidates[0]) and \
+    start = best.x[index]
+    if not np.array_equal(means[0][index], candidates[0]) and \
             obj_func(candidates[0])[0] < best.fun:
         start = candidates[0]        # not tied, and better than the tied end
     return lbfgsb(obj_func, start, bounds, gtol, accept)
@@ -475,22 +479,19 @@ def _distinct(points):
 
 
 def _tying(groups, bounds):
-    """``(P, tied_bounds)``: theta = P s ties the entries of each group to one
-    value s_j, within the intersection of their bounds; None when no group has
-    two entries or the bounds of a group do not intersect."""
+    """``(index, tied_bounds)``: theta = s[index] ties the entries of each group
+    to one value, within the intersection of their bounds; None when no group
+    has two entries or the bounds of a group do not intersect."""
     if groups is None:
         return None
-    groups = np.asarray(groups)
-    labels, index = np.unique(groups, return_inverse=True)
-    if labels.size == groups.size:
+    labels, index = np.unique(np.asarray(groups), return_inverse=True)
+    if labels.size == index.size:
         return None
-    P = np.zeros((groups.size, labels.size))
-    P[np.arange(groups.size), index] = 1.0
     tied_bounds = np.array([[bounds[index == j, 0].max(), bounds[index == j, 1].min()]
                             for j in range(labels.size)])
     if (tied_bounds[:, 0] > tied_bounds[:, 1]).any():
         return None
-    return P, tied_bounds
+    return index, tied_bounds
 
 
 def lbfgsb(obj_func, start, bounds, gtol=1e-5, accept=1e-3, max_resumes=3,

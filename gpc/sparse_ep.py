@@ -77,8 +77,8 @@ from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_dia
                       cross_covariance)
 from .inference._base import NumericalError
 from .inference.evidence import ModelParameters
-from .optimize import (TOL_PER_EXAMPLE, data_start, lbfgsb, minimisable,
-                       parameter_groups, staged_lbfgsb, stationarity)
+from .optimize import (TOL_PER_EXAMPLE, lbfgsb, learning_starts, minimisable,
+                       staged_lbfgsb, stationarity)
 
 __all__ = ["SparseEPResult", "sparse_ep"]
 
@@ -719,7 +719,6 @@ def _stage(objective, theta, kernel, distance, gtol, newton):
         length = (lambda g: min(max(float(np.linalg.norm(newton(g / n))), 0.05), 1.0))
         return lbfgsb(fun, theta, bounds, tol, tol, first_step=length)
     start = objective.theta
-    n_lik = start.shape[0] - kernel.theta.shape[0]
-    candidates = [start, data_start([kernel], start, distance)]
-    return staged_lbfgsb(fun, candidates, bounds, parameter_groups([kernel], n_lik),
+    learn = learning_starts([kernel], start, distance, n)
+    return staged_lbfgsb(fun, [start, *learn["starts"]], bounds, learn["groups"],
                          tol, tol)
