@@ -158,20 +158,24 @@ class minimisable:
     priors' log density (and its gradient).  An evaluation that fails
     (LinAlgError, FloatingPointError) or is not finite returns a huge finite
     value with a zero gradient, which steers a line search back.  ``n_calls``
-    counts the evaluations; a call at the point of the previous one returns its
-    result without evaluating again (a candidate start, then the run from it)."""
+    counts the evaluations; a call at one of the last ``remember`` points
+    returns its result without evaluating again (candidate starts, then the run
+    from the best of them)."""
+
+    remember = 4
 
     def __init__(self, fun, priors=None, verbose=0):
         self.fun, self.priors, self.verbose, self.n_calls = fun, priors, verbose, 0
-        self._last = (None, None)
+        self._recent = []
 
     def __call__(self, theta, eval_gradient=True):
         theta = np.asarray(theta, dtype=np.float64)
-        if self._last[0] is not None and np.array_equal(theta, self._last[0]):
-            value, grad = self._last[1]         # a start evaluated just before
-            return (value, grad.copy()) if eval_gradient else value
+        for point, (value, grad) in self._recent:
+            if np.array_equal(theta, point):   # a start evaluated before
+                return (value, grad.copy()) if eval_gradient else value
         value, grad = self._evaluate(theta)
-        self._last = (theta.copy(), (value, grad.copy()))
+        self._recent = [(theta.copy(), (value, grad.copy()))] + self._recent[
+            :self.remember - 1]
         return (value, grad) if eval_gradient else value
 
     def _evaluate(self, theta):
