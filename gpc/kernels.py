@@ -79,6 +79,7 @@ __all__ = [
     "is_psd_by_construction",
     "as_kernel",
     "cross_covariance_chunks",
+    "contract_inputs",
 ]
 
 _DEFAULT_BOUNDS = (1e-5, 1e5)
@@ -1904,6 +1905,126 @@ def contract_diag(kernel, X, s, chunk_size=256):
         return float(s.sum()) * _contract(kernel, X[:1], np.ones((1, 1)), None)
     return sum(_contract(kernel, X[i:i + chunk_size], np.diag(s[i:i + chunk_size]), None)
                for i in range(0, X.shape[0], chunk_size))
+
+
+def _radial_form(kernel, X):
+    """``(variance, length_scale, nu)`` of a squared exponential (nu = inf) or
+    a Matern kernel with nu in {0.5, 1.5, 2.5, inf}, gpc's or scikit-learn's;
+    None for any other kernel."""
+    t = type(kernel)
+    if t is _sk.RBF:
+        return 1.0, _length_scale_for(kernel.length_scale, X, "RBF"), np.inf
+    if t is _sk.Matern and kernel.nu in (0.5, 1.5, 2.5, np.inf):
+        return 1.0, _length_scale_for(kernel.length_scale, X, "Matern"), kernel.nu
+    if t is SquaredExponential:
+        ls, variance = kernel._values(X)
+        return variance, ls, np.inf
+    if t is Matern:
+        ls, variance, nu = kernel._values(X)
+        return variance, ls, nu
+    return None
+
+
+def _radial_inputs(X, Z, G, form):
+    """``d/dZ sum(G * k(X, Z))`` for ``k = variance * f(r)``, r the distance in
+    length scales: ``sum_i A_ij (x_i - z_j) / l^2`` with ``A = G * variance *
+    (-f'(r) / r)`` (``G * K`` for the squared exponential), by one GEMM."""
+    variance, ls, nu = form
+    Xs, Zs = _scaled_inputs(X, Z, ls)
+    if nu == np.inf:
+        A = G * _se_matrix(Xs, Zs, variance)
+    else:
+        r = _sqdist(Xs, Zs)
+        np.sqrt(np.maximum(r, 0.0, out=r), out=r)
+        A = G * _matern_weight(r, nu)
+        A *= variance
+    return (_matmul(A.T, Xs) - A.sum(axis=0)[:, None] * Zs) / ls
+
+
+def _contract_inputs(kernel, X, Z, G):
+    """Dispatch of :func:`contract_inputs` (inputs already checked)."""
+    t = type(kernel)
+    if _constant_value(kernel) is not None or t in (White, _sk.WhiteKernel):
+        return np.zeros(Z.shape)           # no dependence on distinct inputs
+    form = _radial_form(kernel, X)
+    if form is not None:
+        return _radial_inputs(X, Z, G, form)
+    if t in (Sum, _sk.Sum):
+        return _contract_inputs(kernel.k1, X, Z, G) + _contract_inputs(kernel.k2, X, Z, G)
+    if t in (Product, _sk.Product):
+        return (_contract_inputs(kernel.k1, X, Z, G * cross_covariance(kernel.k2, X, Z))
+                + _contract_inputs(kernel.k2, X, Z, G * cross_covariance(kernel.k1, X, Z)))
+    if t in (Exponentiation, _sk.Exponentiation):
+        p = float(kernel.exponent)
+        base = cross_covariance(kernel.kernel, X, Z)
+        return _contract_inputs(kernel.kernel, X, Z, G * p * base ** (p - 1.0))
+    raise ValueError(
+        f"Learning inducing inputs needs the gradient of the kernel {kernel!r} with "
+        "respect to its inputs, which gpc has for squared exponential and Matern "
+        "(nu 0.5, 1.5, 2.5, inf) kernels, constants, white noise, and their sums, "
+        "products and powers.")
+
+
+def contract_inputs(kernel, X, Z, G):
+    """Gradient of ``sum(G * kernel(X, Z))`` with respect to the inputs Z.
+
+    The derivative that learning a sparse model's inducing inputs needs
+    (:mod:`gpc.sparse_ep`).
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        A squared exponential (``RBF``, :class:`SquaredExponential`) or Matern
+        kernel with nu in {0.5, 1.5, 2.5, inf} (gpc's or scikit-learn's),
+        constants, white noise, or sums, products and powers of these.
+    X : array-like of shape (n_samples, n_features)
+    Z : array-like of shape (n_inducing, n_features)
+    G : array-like of shape (n_samples, n_inducing)
+        Derivative of the objective with respect to ``kernel(X, Z)``.
+
+    Returns
+    -------
+    grad : ndarray of shape (n_inducing, n_features)
+
+    Raises
+    ------
+    ValueError
+        For a kernel outside the list above.
+
+    Notes
+    -----
+    For ``k(x, z) = v f(r)`` with ``r^2 = sum_k (x_k - z_k)^2 / l_k^2`` the
+    derivative is ``dk/dz_k = v (-f'(r) / r) (x_k - z_k) / l_k^2``, so the
+    contraction is one matrix product, O(n m d).  White noise is zero between
+    distinct inputs and constants do not depend on them.  For ``K(Z, Z)``
+    itself (both arguments moving) with a symmetric G the gradient is twice
+    ``contract_inputs(kernel, Z, Z, G)``: a stationary kernel's diagonal does
+    not depend on Z.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from gpc.kernels import contract_inputs
+    >>> X, Z = np.array([[0.0, 0.0], [1.0, 2.0]]), np.array([[0.2, 1.5]])
+    >>> kernel = ConstantKernel(2.0) * RBF([1.0, 2.0])
+    >>> g = contract_inputs(kernel, X, Z, np.ones((2, 1)))
+    >>> h = 1e-6
+    >>> fd = [(kernel(X, Z + h * e).sum() - kernel(X, Z - h * e).sum()) / (2 * h)
+    ...       for e in np.eye(2)[:, None, :]]
+    >>> g.round(4)
+    array([[ 0.8301, -0.379 ]])
+    >>> np.allclose(g.ravel(), fd, rtol=1e-6)
+    True
+    """
+    kernel = as_kernel(kernel)
+    X, Z = _check_X(X), _check_X(Z, "Z")
+    G = np.asarray(G, dtype=np.float64)
+    if G.shape != (X.shape[0], Z.shape[0]):
+        raise ValueError(f"G has shape {G.shape}; expected {(X.shape[0], Z.shape[0])}.")
+    if X.shape[1] != Z.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features; Z has {Z.shape[1]}.")
+    return _contract_inputs(kernel, X, Z, G)
 
 
 # ---------------------------------------------------------------------------

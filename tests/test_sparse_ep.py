@@ -9,7 +9,9 @@ from sklearn.gaussian_process.kernels import WhiteKernel
 
 import gpc
 from gpc._chunked import ChunkedData
-from gpc.kernels import SquaredExponential, contract, contract_cross, contract_diag
+from gpc.kernels import Matern as GpcMatern
+from gpc.kernels import (SquaredExponential, contract, contract_cross, contract_diag,
+                         contract_inputs)
 from gpc.likelihoods import get_likelihood
 from gpc.sparse_ep import sparse_ep
 
@@ -42,6 +44,32 @@ def test_contract_cross_equals_finite_differences(kernel):
     f = lambda t: float(np.sum(G * kernel.clone_with_theta(t)(X, Z)))
     np.testing.assert_allclose(contract_cross(kernel, X, Z, G), _fd(f, kernel.theta),
                                rtol=1e-6, atol=1e-8)
+
+
+INPUT_KERNELS = [
+    ConstantKernel(1.5) * RBF([1.0, 0.7]),
+    SquaredExponential([0.8, 1.2], variance=2.0),
+    ConstantKernel(0.7) * Matern([1.0, 0.5], nu=2.5) + ConstantKernel(0.2),
+    Matern(0.9, nu=1.5) * RBF(2.0),
+    Matern([0.9, 1.3], nu=0.5) + WhiteKernel(0.3),
+    GpcMatern(1.1, nu=1.5, variance=0.8) ** 2,
+]
+
+
+@pytest.mark.parametrize("kernel", INPUT_KERNELS, ids=range(len(INPUT_KERNELS)))
+def test_contract_inputs_equals_finite_differences(kernel):
+    X, _ = _data(13, 2, 1)
+    Z = X[:5] + 0.1
+    G = np.random.RandomState(2).randn(13, 5)
+    f = lambda z: float(np.sum(G * kernel(X, z.reshape(Z.shape))))
+    np.testing.assert_allclose(contract_inputs(kernel, X, Z, G).ravel(),
+                               _fd(f, Z.ravel()), rtol=1e-6, atol=1e-8)
+
+
+def test_contract_inputs_refuses_kernels_without_an_input_gradient():
+    X, _ = _data(5, 2, 1)
+    with pytest.raises(ValueError, match="inducing inputs"):
+        contract_inputs(RBF(1.0) + DotProduct(0.5), X, X[:2], np.ones((5, 2)))
 
 
 @pytest.mark.parametrize("kernel", KERNELS + [RBF(1.0) + WhiteKernel(0.3)],
