@@ -499,9 +499,10 @@ def _tying(groups, bounds):
 
 
 def lbfgsb(obj_func, start, bounds, gtol=1e-5, accept=1e-3, max_resumes=3,
-           first_step=None):
+           first_step=None, min_gain=None):
     """SciPy's L-BFGS-B on a function to minimise, until the largest absolute
-    projected gradient is at most ``gtol``, its first step at most one unit long
+    projected gradient is at most ``gtol`` (or, with ``min_gain``, an iteration
+    lowers the objective by at most that much), its first step at most one unit long
     in log space, resumed from its end point (its curvature memory reset) while
     it stops (on a stalled line search, or on a relative change of the objective
     below SciPy's ``ftol``) short of :func:`stationarity`'s test with ``accept``
@@ -529,7 +530,7 @@ def lbfgsb(obj_func, start, bounds, gtol=1e-5, accept=1e-3, max_resumes=3,
         warnings.simplefilter("ignore", RuntimeWarning)
         for _ in range(1 + max_resumes):
             run = _scaled_lbfgsb(obj_func, start if res is None else res.x, bounds,
-                                 gtol, first_step if res is None else None)
+                                 gtol, first_step if res is None else None, min_gain)
             if res is not None:
                 run.nit += res.nit
                 if run.fun >= res.fun - 1e-10 * (1.0 + abs(res.fun)):  # no gain
@@ -541,12 +542,14 @@ def lbfgsb(obj_func, start, bounds, gtol=1e-5, accept=1e-3, max_resumes=3,
     return res
 
 
-def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5, first_step=None):
+def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5, first_step=None, min_gain=None):
     """One L-BFGS-B run on ``obj_func`` divided by a scale that makes its first
     step ``first_step(g0)`` long (``g0``: the projected gradient at ``start``;
     default 1), or shorter when the gradient is (the scale is at least 1); the
     result in the objective's own units, with ``newton(g)``: the run's final
-    quasi-Newton step ``H g`` for a gradient g of the objective."""
+    quasi-Newton step ``H g`` for a gradient g of the objective.  ``min_gain``
+    sets SciPy's relative ``ftol`` so that the run stops when an iteration
+    gains at most about that much (relative to the objective at the start)."""
     start = np.asarray(start, dtype=np.float64)
     f0, g0 = obj_func(start)
     pg0 = projected_gradient(start, g0, bounds)
@@ -561,8 +564,11 @@ def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5, first_step=None):
         f, g = obj_func(theta)
         return f / scale, np.asarray(g) / scale
 
+    options = {"gtol": gtol / scale}
+    if min_gain is not None:
+        options["ftol"] = float(min_gain) / max(abs(float(f0)), scale)
     run = scipy.optimize.minimize(scaled, start, method="L-BFGS-B", jac=True,
-                                  bounds=bounds, options={"gtol": gtol / scale})
+                                  bounds=bounds, options=options)
     run.fun = float(run.fun) * scale
     run.jac = np.asarray(run.jac) * scale
     hess_inv = run.hess_inv

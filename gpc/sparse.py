@@ -492,14 +492,16 @@ class _SparseGP(BaseEstimator):
     _classification = None
 
     def __init__(self, kernel=None, *, likelihood=None, method="ep", max_basis=100,
-                 inducing_points=None, jitter=1e-6, novelty_tol=1e-4, n_sweeps=1,
-                 damping=1.0, tol=1e-6, optimizer="fmin_l_bfgs_b", n_em=10,
-                 chunk_size=512, random_state=None, verbose=0):
+                 inducing_points=None, learn_inducing_points=False, jitter=1e-6,
+                 novelty_tol=1e-4, n_sweeps=1, damping=1.0, tol=1e-6,
+                 optimizer="fmin_l_bfgs_b", n_em=10, chunk_size=512,
+                 random_state=None, verbose=0):
         self.kernel = kernel
         self.likelihood = likelihood
         self.method = method
         self.max_basis = max_basis
         self.inducing_points = inducing_points
+        self.learn_inducing_points = learn_inducing_points
         self.jitter = jitter
         self.random_state = random_state
         self.novelty_tol = novelty_tol
@@ -527,6 +529,13 @@ class _SparseGP(BaseEstimator):
         if self.optimizer not in (None, "fmin_l_bfgs_b"):
             raise ValueError("optimizer must be 'fmin_l_bfgs_b' or None, got "
                              f"{self.optimizer!r}.")
+        if self.learn_inducing_points not in (True, False):
+            raise ValueError("learn_inducing_points must be True or False, got "
+                             f"{self.learn_inducing_points!r}.")
+        if self.learn_inducing_points and (self.method != "ep" or self.optimizer is None):
+            raise ValueError("learn_inducing_points=True needs method='ep' and an "
+                             "optimizer: the inducing inputs are learnt with the "
+                             "hyperparameters by maximising the EP evidence.")
         kernel = (C(1.0, "fixed") * RBF(1.0, "fixed") if self.kernel is None
                   else clone(as_kernel(self.kernel)))
         likelihood = get_likelihood(self._default_likelihood if self.likelihood is None
@@ -654,17 +663,19 @@ class _SparseGP(BaseEstimator):
         check_kernel_psd(kernel, Z)         # K(Z, Z) must factorise
         learn = self.optimizer is not None
         learn_lik = learn and _learnable_likelihood(likelihood)
+        learning = dict(learn_likelihood=learn_lik,
+                        learn_inducing=self.learn_inducing_points)
         options = dict(jitter=self.jitter, tol=self.tol, damping=self.damping)
         theta, res, opt = None, None, {"interrupted": False, "history": [[]]}
-        if learn and (kernel.n_dims > 0 or learn_lik):
+        if learn and (kernel.n_dims > 0 or learn_lik or self.learn_inducing_points):
             theta, res, opt = maximize_sparse_evidence(
-                kernel, likelihood, data, Z, learn_likelihood=learn_lik,
-                distance=self._median_distance(data), verbose=self.verbose, **options)
-        final = SparseEvidence(kernel, likelihood, data, None, Z,
-                               learn_likelihood=learn_lik, **options)
+                kernel, likelihood, data, Z, distance=self._median_distance(data),
+                verbose=self.verbose, **learning, **options)
+        final = SparseEvidence(kernel, likelihood, data, None, Z, **learning, **options)
         learnt = theta is not None
         theta = final.theta if theta is None else theta
         kernel, likelihood = final.model(theta)
+        Z = final.inducing_inputs(theta)
         if learnt and kernel.n_dims:
             kernel._check_bounds_params()        # scikit-learn's warning at a bound
         if res is None or res.info["max_change"] >= self.tol:
@@ -847,6 +858,13 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         Inducing inputs for ``"ep"``; None picks ``max_basis`` of them by
         k-means++ on a random subset of at most ``max(20 max_basis, 10^4)`` rows
         (all the rows when there are at most ``max_basis``).
+    learn_inducing_points : bool, default=False
+        ``"ep"`` with an optimizer: the inducing inputs are learnt with the
+        hyperparameters (the evidence's gradient in them is exact), starting
+        from ``inducing_points`` or the k-means++ centres; ``basis_vectors_``
+        holds the learnt ones.  They add ``max_basis * n_features`` parameters
+        to the optimisation.  Needs a squared exponential or Matern kernel
+        (with constants, white noise, sums, products, powers).
     jitter : float, default=1e-6
         ``"ep"``: the diagonal of ``K(Z, Z)`` is multiplied by ``1 + jitter``
         (part of the model, so the evidence stays smooth).
@@ -929,12 +947,14 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     _default_likelihood = "probit"
 
     def __init__(self, kernel=None, *, likelihood=None, method="ep", max_basis=100,
-                 inducing_points=None, jitter=1e-6, novelty_tol=1e-4, n_sweeps=1,
-                 damping=1.0, tol=1e-6, optimizer="fmin_l_bfgs_b", n_em=10,
-                 chunk_size=512, random_state=None, verbose=0, n_jobs=None):
+                 inducing_points=None, learn_inducing_points=False, jitter=1e-6,
+                 novelty_tol=1e-4, n_sweeps=1, damping=1.0, tol=1e-6,
+                 optimizer="fmin_l_bfgs_b", n_em=10, chunk_size=512,
+                 random_state=None, verbose=0, n_jobs=None):
         super().__init__(kernel, likelihood=likelihood, method=method,
                          max_basis=max_basis, inducing_points=inducing_points,
-                         jitter=jitter, novelty_tol=novelty_tol, n_sweeps=n_sweeps,
+                         learn_inducing_points=learn_inducing_points, jitter=jitter,
+                         novelty_tol=novelty_tol, n_sweeps=n_sweeps,
                          damping=damping, tol=tol, optimizer=optimizer, n_em=n_em,
                          chunk_size=chunk_size, random_state=random_state,
                          verbose=verbose)
@@ -1107,8 +1127,8 @@ class SparseGPRegressor(RegressorMixin, _SparseGP):
 
     Parameters
     ----------
-    kernel, method, max_basis, inducing_points, jitter, novelty_tol, n_sweeps, \
-damping, tol, optimizer, n_em, chunk_size, random_state, verbose
+    kernel, method, max_basis, inducing_points, learn_inducing_points, jitter, \
+novelty_tol, n_sweeps, damping, tol, optimizer, n_em, chunk_size, random_state, verbose
         See :class:`SparseGPClassifier`.
     likelihood : str or Likelihood, default=None
         None means "gaussian".

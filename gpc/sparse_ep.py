@@ -74,7 +74,7 @@ from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangula
 from ._chunked import ChunkedData
 from ._validation import symmetric_from_lower
 from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
-                      cross_covariance)
+                      contract_inputs, cross_covariance)
 from .inference._base import NumericalError
 from .inference.evidence import ModelParameters
 from .optimize import (TOL_PER_EXAMPLE, lbfgsb, learning_starts, minimisable,
@@ -109,6 +109,9 @@ class SparseEPResult:
         ``converged``, ``max_change``, ``n_skipped`` (site updates skipped in
         the last sweep: improper cavity, update or zero tilted mass),
         ``damping`` (at the end), ``seconds``.
+    dZ : ndarray of shape (M, n_features) or None
+        The log evidence's gradient in the inducing inputs
+        (``inducing_gradient=True``).
     """
 
     log_evidence: float
@@ -119,15 +122,18 @@ class SparseEPResult:
     C: np.ndarray
     factors: tuple = None
     info: dict = field(default_factory=dict)
+    dZ: np.ndarray = None
 
 
 class _Prior:
     """The inducing-point prior at one set of hyperparameters: ``K_mm`` (jittered),
     its Cholesky factor ``L_K``, and the whitened features
-    ``Phi = L_K^{-1} K(Z, X_chunk)`` with the residual variances ``g``."""
+    ``Phi = L_K^{-1} K(Z, X_chunk)`` with the residual variances ``g``;
+    ``inducing_gradient``: the chunks' gradient pieces include Z's."""
 
-    def __init__(self, kernel, Z, jitter):
+    def __init__(self, kernel, Z, jitter, inducing_gradient=False):
         self.kernel, self.Z = kernel, Z
+        self.inducing_gradient = bool(inducing_gradient)
         self.jitter = float(jitter)
         K = np.array(kernel(Z), dtype=np.float64)
         K[np.diag_indices_from(K)] *= 1.0 + self.jitter
@@ -310,9 +316,12 @@ def _gradient_pieces(prior, post, Xc, Phi, local, E, beta):
     Gt -= Phi * (2.0 * s)
     Gt = blas.dger(1.0, post.a, beta - E * m, a=Gt, overwrite_a=1)
     Gt = blas.dtrsm(1.0, prior.LK, Gt, lower=1, trans_a=1, overwrite_b=1)
-    return {"cross": contract_cross(prior.kernel, Xc, prior.Z, Gt.T, prior.cross(Xc)),
-            "diag": contract_diag(prior.kernel, Xc, s),
-            "H": _matmul(Phi * s, Phi.T)}
+    pieces = {"cross": contract_cross(prior.kernel, Xc, prior.Z, Gt.T, prior.cross(Xc)),
+              "diag": contract_diag(prior.kernel, Xc, s),
+              "H": _matmul(Phi * s, Phi.T)}
+    if prior.inducing_gradient:
+        pieces["dZ"] = contract_inputs(prior.kernel, Xc, prior.Z, Gt.T)
+    return pieces
 
 
 # -- per-chunk tasks (run where the chunk lives: see gpc._chunked) --------------------
@@ -412,7 +421,7 @@ def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
 
 def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
               max_iter=100, damping=1.0, chunk_size=2048, cache_bytes=2 ** 31,
-              compute_gradient=True, verbose=0):
+              compute_gradient=True, inducing_gradient=False, verbose=0):
     """EP on the inducing-point (FITC) model: sites, log evidence and its gradient.
 
     Parameters
@@ -451,6 +460,9 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
         call when they fit in this; otherwise recomputed at each pass.
     compute_gradient : bool, default=True
         Also return the gradient.
+    inducing_gradient : bool, default=False
+        With ``compute_gradient``, also return the gradient in Z (``dZ``); it
+        needs a kernel of :func:`gpc.kernels.contract_inputs`.
     verbose : int, default=0
         Print one line per sweep when > 1.
 
@@ -478,16 +490,21 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
         cuts = np.cumsum(data.sizes)[:-1]
         sites = list(zip(np.split(np.asarray(sites[0], dtype=np.float64), cuts),
                          np.split(np.asarray(sites[1], dtype=np.float64), cuts)))
-    prior = _Prior(as_kernel(kernel), Z, jitter)
+    prior = _Prior(as_kernel(kernel), Z, jitter, compute_gradient and inducing_gradient)
     post, parts, sites, info = _ep(prior, likelihood, data, sites, tol=tol,
                                    max_iter=max_iter, damping=damping,
                                    cache_bytes=cache_bytes,
                                    compute_gradient=compute_gradient, verbose=verbose)
     log_ev = post.log_zq() + sum(p["evidence"] for p in parts)
-    grad = dlik = None
+    grad = dlik = dZ = None
     if compute_gradient:
-        grad = _assemble_gradient(prior, post, parts)
+        D = _kmm_derivative(prior, post, parts)
+        grad = (contract(prior.kernel, prior.Z, D) + sum(p["cross"] for p in parts)
+                + sum(p["diag"] for p in parts))
         dlik = np.array([sum(p["dlik"] for p in parts)])[: len(likelihood.params)]
+        if prior.inducing_gradient:   # K(Z, Z): both arguments move (see contract_inputs)
+            dZ = 2.0 * contract_inputs(prior.kernel, prior.Z, prior.Z, D) + sum(
+                p["dZ"] for p in parts)
     if not chunked:
         sites = tuple(np.concatenate(a) for a in zip(*sites))
     alpha = solve_triangular(prior.LK, post.a, trans="T", lower=True,
@@ -496,19 +513,19 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
     return SparseEPResult(log_evidence=float(log_ev), grad=grad, dlik=dlik,
                           sites=sites, alpha=alpha,
                           C=prior.unwhiten(post.inverse_minus_identity()),
-                          factors=(prior.LK, post.LS), info=info)
+                          factors=(prior.LK, post.LS), info=info, dZ=dZ)
 
 
-def _assemble_gradient(prior, post, parts):
-    """The kernel gradient from the chunks' pieces and the K_mm term
+def _kmm_derivative(prior, post, parts):
+    """The log evidence's derivative in the kernel's ``K(Z, Z)`` (before the
+    jitter: its diagonal times ``1 + jitter``), from the chunks' pieces:
     ``L_K^{-T} (H - a a' / 2 - (Sigma^{-1} - I) / 2) L_K^{-1}``."""
     Dh = sum(p["H"] for p in parts) - 0.5 * (np.outer(post.a, post.a)
                                              + post.inverse_minus_identity())
     D = prior.unwhiten(0.5 * (Dh + Dh.T))
     D = 0.5 * (D + D.T)
     D[np.diag_indices_from(D)] *= 1.0 + prior.jitter
-    return (contract(prior.kernel, prior.Z, D) + sum(p["cross"] for p in parts)
-            + sum(p["diag"] for p in parts))
+    return D
 
 
 class SparseEvidence:
@@ -517,7 +534,8 @@ class SparseEvidence:
     A callable for :func:`scipy.optimize.minimize` (through
     :func:`gpc.optimize.maximize_evidence`): ``objective(theta) -> (value,
     gradient)`` with ``theta`` the kernel's log-hyperparameters followed by the
-    logs of the likelihood's free parameters.  The value is the log evidence
+    logs of the likelihood's free parameters and, with ``learn_inducing``, the
+    inducing inputs (row by row).  The value is the log evidence
     divided by the number of examples, so that the optimiser's tolerances mean
     the same at every n.  Each call starts EP from the sites of the last
     successful one; the best call is kept (``best``), so that an interrupted
@@ -531,6 +549,8 @@ class SparseEvidence:
         data held in chunks, here or by Dask workers.
     learn_likelihood : bool
         Whether the likelihood's free parameters are part of theta.
+    learn_inducing : bool, default=False
+        Whether the inducing inputs are part of theta (Z is then their start).
     verbose : int
         One line per evaluation when > 0 (log evidence, gradient norm, time).
     **options
@@ -539,8 +559,9 @@ class SparseEvidence:
     """
 
     def __init__(self, kernel, likelihood, X, y, Z, *, learn_likelihood=False,
-                 verbose=0, **options):
+                 learn_inducing=False, verbose=0, **options):
         self.params = ModelParameters(kernel, likelihood, learn_likelihood)
+        self.learn_inducing = bool(learn_inducing)
         self.data = (X if isinstance(X, ChunkedData) else
                      ChunkedData.from_arrays(X, y, options.pop("chunk_size", 2048)))
         options.pop("chunk_size", None)
@@ -554,30 +575,46 @@ class SparseEvidence:
 
     @property
     def theta(self):
-        return self.params.theta
+        own = [self.Z.ravel()] if self.learn_inducing else []
+        return np.concatenate([self.params.theta, *own])
 
     @property
     def bounds(self):
-        return self.params.bounds
+        own = [np.full((self.Z.size, 2), [-np.inf, np.inf])] if self.learn_inducing \
+            else []
+        return np.vstack([self.params.bounds, *own])
 
     def model(self, theta):
         """``(kernel, likelihood)`` at theta."""
-        return self.params.model(theta)
+        return self.params.model(np.asarray(theta)[:self._n_model])
+
+    def inducing_inputs(self, theta):
+        """The inducing inputs at theta: Z itself unless they are learnt."""
+        if not self.learn_inducing:
+            return self.Z
+        return np.asarray(theta, dtype=np.float64)[self._n_model:].reshape(self.Z.shape)
+
+    @property
+    def _n_model(self):
+        return self.params.theta.shape[0]
 
     def run(self, theta, compute_gradient=True):
         """:func:`sparse_ep` at theta from the kept sites."""
-        return self._run(*self.model(theta), compute_gradient)
+        return self._run(theta, compute_gradient)
 
-    def _run(self, kernel, likelihood, compute_gradient):
-        return sparse_ep(kernel, likelihood, self.data, None, self.Z, sites=self.sites,
-                         compute_gradient=compute_gradient, **self.options)
+    def _run(self, theta, compute_gradient):
+        return sparse_ep(*self.model(theta), self.data, None, self.inducing_inputs(theta),
+                         sites=self.sites, compute_gradient=compute_gradient,
+                         inducing_gradient=self.learn_inducing, **self.options)
 
     def __call__(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
-        kernel, likelihood = self.model(theta)
-        res = self._run(kernel, likelihood, True)
+        likelihood = self.model(theta)[1]
+        res = self._run(theta, True)
         n = self.data.n
         grad = self.params.gradient(res.grad, res.dlik, likelihood) / n
+        if self.learn_inducing:
+            grad = np.concatenate([grad, res.dZ.ravel() / n])
         value = res.log_evidence / n
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
             raise NumericalError("sparse EP: non-finite evidence or gradient.",
@@ -613,9 +650,8 @@ def stage_sizes(n, n_inducing, smallest=5000, factor=10):
 
 
 def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
-                             distance=None, smallest_stage=5000, gtol=TOL_PER_EXAMPLE,
-                             verbose=0,
-                             **options):
+                             learn_inducing=False, distance=None, smallest_stage=5000,
+                             gtol=TOL_PER_EXAMPLE, verbose=0, **options):
     """Staged L-BFGS-B maximisation of the sparse EP evidence.
 
     The stages (:func:`stage_sizes`) run on nested random subsets of ``data`` (a
@@ -629,13 +665,17 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     probabilities, so its gradient per example is on the scale of a test log
     loss's, and the same tolerance means the same at every n.  The stages on
     subsets, whose evaluations cost a fraction of the whole data's, run to a
-    tenth of ``gtol``, so that the whole data's stage starts close to its end.  The first stage is :func:`gpc.optimize.staged_lbfgsb`'s: from the
-    kernel's own start and, with ``distance`` (the inputs' median distance),
+    tenth of ``gtol``, so that the whole data's stage starts close to its end.
+    The first stage is :func:`gpc.optimize.staged_lbfgsb`'s: from the kernel's
+    own start and, with ``distance`` (the inputs' median distance),
     from length scales set to it, first with every vector hyperparameter tied
     (an ARD kernel as the isotropic one), then free.  While the hyperparameters
     move, EP stops at a site change of 1e-4 (``max(tol, 1e-4)``: the evidence's
     error is second order in the sites'), so the returned result is EP to that;
-    continue it from its sites for a tighter ``tol``.
+    continue it from its sites for a tighter ``tol``.  With ``learn_inducing`` a
+    further stage on the whole data moves the inducing inputs (from Z) with the
+    parameters, from the end of the last: its evidence is at least that of
+    the fit with Z fixed.
 
     Returns
     -------
@@ -647,7 +687,8 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         evaluation.
     info : dict
         ``interrupted`` (a KeyboardInterrupt stopped the optimisation; it is not
-        re-raised, the best parameters so far are returned), ``stages`` (sizes),
+        re-raised, the best parameters so far are returned), ``stages`` (sizes;
+        with ``learn_inducing`` the whole data's twice),
         ``n_evaluations``, ``history`` (log evidence of every evaluation, per
         stage), ``projected_gradient`` (the largest absolute one per example at
         the end of the last stage, None when it was interrupted), ``gtol`` and
@@ -658,17 +699,23 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     info = {"interrupted": False, "n_evaluations": 0, "history": [],
             "projected_gradient": None, "gtol": gtol, "stationary": None,
             "stages": stage_sizes(n, Z.shape[0], smallest=smallest_stage)}
-    for size in info["stages"]:
+    if learn_inducing:
+        info["stages"].append(n)
+    for k, size in enumerate(info["stages"]):
+        moves_z = learn_inducing and k == len(info["stages"]) - 1
+        if moves_z:                 # the parameters, then Z: from the fixed Z's end
+            theta, newton = np.concatenate([theta, Z.ravel()]), None
         stage = data.subset(size / n)
         stage_options = dict(options, tol=max(options.get("tol", 1e-6), 1e-4))
         objective = SparseEvidence(kernel, likelihood, stage, None, Z,
-                                   learn_likelihood=learn_likelihood, verbose=verbose,
+                                   learn_likelihood=learn_likelihood,
+                                   learn_inducing=moves_z, verbose=verbose,
                                    **stage_options)
         if sites is not None:
             objective.sites = stage.carry(sites, done)
         try:
             tol = gtol if size == n else 0.1 * gtol      # subsets: cheap
-            run = _stage(objective, theta, kernel, distance, tol, newton)
+            run = _stage(objective, theta, kernel, distance, tol, newton, moves_z)
             newton = _per_example(run.newton, stage.n)
             pg, gain, info["stationary"] = stationarity(run, objective.bounds,
                                                         tol * stage.n)
@@ -689,6 +736,8 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
             raise KeyboardInterrupt
         raise NumericalError("sparse EP: every evaluation of the evidence failed.",
                              "sparse_ep")
+    if learn_inducing and not moves_z:      # interrupted before Z's stage: Z as is
+        theta = np.concatenate([theta, Z.ravel()])
     return theta, (result if done == 1.0 else None), info
 
 
@@ -699,14 +748,18 @@ def _per_example(newton, n):
     return lambda g: newton(np.asarray(g) * n)
 
 
-def _stage(objective, theta, kernel, distance, gtol, newton):
+def _stage(objective, theta, kernel, distance, gtol, newton, moves_z=False):
     """One stage of :func:`maximize_sparse_evidence`: L-BFGS-B on the stage's
     total log evidence (the per-example objective times n) until the projected
     gradient per example is at most ``gtol``.  The first stage (``theta`` None)
     runs from the candidate starts of :func:`gpc.optimize.staged_lbfgsb`, its
     first steps one unit long; a later one from theta, its first step the
     quasi-Newton step of the previous stage's curvature (``newton``, per
-    example), within [0.05, 1]."""
+    example), within [0.05, 1].  The stage that
+    moves the inducing inputs (``moves_z``) stops when an iteration gains at
+    most ``gtol / 100`` per example (:func:`gpc.optimize.stationarity`'s gain):
+    an inducing input's gradient sums over the few examples near it, so a
+    small largest gradient leaves much to gain over thousands of them."""
     n = objective.data.n
 
     def total(t):
@@ -715,6 +768,8 @@ def _stage(objective, theta, kernel, distance, gtol, newton):
 
     fun, bounds = minimisable(total), np.asarray(objective.bounds, dtype=np.float64)
     tol = gtol * n
+    if moves_z:
+        return lbfgsb(fun, theta, bounds, 0.0, tol, min_gain=0.01 * tol)
     if theta is not None:
         length = (lambda g: min(max(float(np.linalg.norm(newton(g / n))), 0.05), 1.0))
         return lbfgsb(fun, theta, bounds, tol, tol, first_step=length)

@@ -210,7 +210,10 @@ def test_bad_parameters_and_input_are_refused():
     X, y = data(20, 9)
     for bad in [dict(max_basis=0), dict(n_sweeps=0), dict(novelty_tol=-1),
                 dict(damping=0), dict(tol=0), dict(optimizer="bfgs"), dict(n_em=-1),
-                dict(likelihood="gaussian"), dict(method="fitc"), dict(jitter=-1)]:
+                dict(likelihood="gaussian"), dict(method="fitc"), dict(jitter=-1),
+                dict(learn_inducing_points=1.5),
+                dict(learn_inducing_points=True, method="online"),
+                dict(learn_inducing_points=True, optimizer=None)]:
         with pytest.raises(ValueError):
             gpc.SparseGPClassifier(**bad).fit(X, y)
     with pytest.raises(ValueError, match="regression likelihood"):

@@ -75,6 +75,21 @@ def test_dask_fit_equals_the_in_process_fit_and_gathers_no_data(client, monkeypa
     np.testing.assert_array_equal(on_workers.classes_, [0, 1])
 
 
+def test_dask_learns_inducing_inputs_as_in_process(client):
+    X, y = _dask_data()
+    on_workers = _model(learn_inducing_points=True).fit(X, y)
+    parts = [_block(seed) for seed in range(CHUNKS)]
+    local = _model(learn_inducing_points=True).fit(
+        np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    fixed = _model().fit(np.concatenate([p[0] for p in parts]),
+                         np.concatenate([p[1] for p in parts]))
+    assert np.abs(local.basis_vectors_ - fixed.basis_vectors_).max() > 1e-3
+    np.testing.assert_allclose(on_workers.basis_vectors_, local.basis_vectors_,
+                               rtol=0, atol=1e-6)
+    assert on_workers.log_marginal_likelihood_value_ == pytest.approx(
+        local.log_marginal_likelihood_value_, rel=0, abs=1e-6)
+
+
 def test_dask_dataframe_partitions_are_the_chunks(client):
     dd = pytest.importorskip("dask.dataframe")
     X, y = _dask_data()

@@ -72,6 +72,21 @@ def test_contract_inputs_refuses_kernels_without_an_input_gradient():
         contract_inputs(RBF(1.0) + DotProduct(0.5), X, X[:2], np.ones((5, 2)))
 
 
+@pytest.mark.parametrize("kernel", INPUT_KERNELS[:4], ids=range(4))
+def test_inducing_gradient_equals_finite_differences(kernel):
+    """The evidence moves with Z through K(Z, Z) and K(X, Z) both."""
+    X, y = _data(80, 2, 7)
+    Z = X[:10] + 0.05
+    lik = get_likelihood("probit")
+    f = lambda z: sparse_ep(kernel, lik, X, y, z.reshape(Z.shape), tol=1e-13,
+                            max_iter=500, compute_gradient=False).log_evidence
+    res = sparse_ep(kernel, lik, X, y, Z, tol=1e-13, max_iter=500, chunk_size=30,
+                    inducing_gradient=True)
+    np.testing.assert_allclose(res.dZ.ravel(), _fd(f, Z.ravel()), rtol=1e-5,
+                               atol=1e-6)
+    assert sparse_ep(kernel, lik, X, y, Z, tol=1e-6).dZ is None
+
+
 @pytest.mark.parametrize("kernel", KERNELS + [RBF(1.0) + WhiteKernel(0.3)],
                          ids=range(len(KERNELS) + 1))
 def test_contract_diag_equals_finite_differences(kernel):
@@ -226,6 +241,27 @@ def test_regressor_learns_the_noise_by_maximum_evidence():
     reg = gpc.SparseGPRegressor(RBF(1.0), max_basis=30, random_state=0).fit(X, y)
     assert reg.likelihood_.noise_variance == pytest.approx(0.01, rel=0.2)
     assert abs(reg.predict([[0.5]])[0] - np.sin(0.5)) < 0.05
+
+
+def test_learnt_inducing_inputs_raise_the_evidence():
+    """From the same start, inducing inputs learnt with the hyperparameters end
+    at a higher evidence than fixed ones, and the fitted model is EP's at them."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(1500, 2)
+    y = (X[:, 0] * X[:, 1] + 0.3 * rng.randn(1500) > 0).astype(int)
+    Z = X[:8]
+    fits = [gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF([1.0, 1.0]),
+                                   inducing_points=Z, learn_inducing_points=learn,
+                                   random_state=0).fit(X, y) for learn in (False, True)]
+    fixed, learnt = fits
+    np.testing.assert_array_equal(fixed.basis_vectors_, Z)
+    assert np.abs(learnt.basis_vectors_ - Z).max() > 0.1
+    assert learnt.log_marginal_likelihood_value_ > fixed.log_marginal_likelihood_value_ + 1
+    assert learnt.inference_info_["stationary"]
+    again = sparse_ep(learnt.kernel_, get_likelihood("probit"), X, 2.0 * y - 1.0,
+                      learnt.basis_vectors_, tol=1e-10, compute_gradient=False)
+    assert learnt.log_marginal_likelihood_value_ == pytest.approx(again.log_evidence,
+                                                                  abs=1e-6)
 
 
 def test_interrupted_fit_keeps_the_best_hyperparameters(monkeypatch, capsys):
