@@ -41,6 +41,22 @@ cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
     dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
 
 
+cdef inline void syr_lower(int n, double alpha, const double* x, double* a) noexcept nogil:
+    """a <- a + alpha x x' on the lower triangle of the n x n Fortran buffer a, in the
+    calling thread.  The rank-one updates of a sequential sweep run one after
+    another, each too small to share among threads: BLAS's threaded dsyr wakes its
+    workers for every one, and on a busy machine each wake-up waits for a core."""
+    cdef int i, j
+    cdef double s
+    cdef double* col
+    for j in range(n):
+        s = alpha * x[j]
+        if s != 0.0:
+            col = a + j * n
+            for i in range(j, n):
+                col[i] += s * x[i]
+
+
 cdef inline int site_inverse(const double* L, double* R, int n) noexcept nogil:
     """Lower triangle of R = B^{-1} from the lower factor L of B (copy, then dpotri).
     Returns LAPACK info."""

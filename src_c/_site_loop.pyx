@@ -39,12 +39,12 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport (ddot, dsyr, dtrmm, dsyrk, dtrmv, dsymm, dtrsm,
+from scipy.linalg.cython_blas cimport (ddot, dtrmm, dsyrk, dtrmv, dsymm, dtrsm,
                                       dgemv, ssymv, ssyrk)
 from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
-                   scale_site_inverse, symv_lower)
+                   scale_site_inverse, symv_lower, syr_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
 from _site_rules cimport (Model, RULE_EP, RULE_PL, _log_evidence, _model_init,
@@ -1239,8 +1239,7 @@ cdef int _parallel_run(Run* r, const double[::1] y) except -1 nogil:
 cdef int _sequential_site(Run* r, const double[::1] y, int i, int n_neg) noexcept nogil:
     """Update site i from its cavity by a rank-one update of Sigma and mu; returns
     the number of negative site precisions after it."""
-    cdef char uplo = b'L'
-    cdef int j, flags, n = r.n, one = 1
+    cdef int j, flags, n = r.n
     cdef double t_new, n_new, dtau, dnu, c, coef
     cdef double sii = r.Sigma[i + i * n]
     cdef double mui = r.mu[i]
@@ -1284,8 +1283,7 @@ cdef int _sequential_site(Run* r, const double[::1] y, int i, int n_neg) noexcep
     coef = dnu * (1.0 - c * sii) - c * mui
     for j in range(n):
         r.mu[j] += coef * col[j]
-    c = -c
-    dsyr(&uplo, &n, &c, col, &one, r.Sigma, &n)
+    syr_lower(n, -c, col, r.Sigma)
     r.tau[i] = t_new
     r.nu[i] = n_new
     return n_neg
