@@ -290,6 +290,23 @@ def test_memory_guard_message_and_threshold(monkeypatch):
     _validation.check_full_fit_memory(10**9, "test")   # unknown memory: no guard
 
 
+def test_memory_guard_reads_memory_only_for_large_needs(monkeypatch):
+    # A small gpc.infer call does not pay for reading /proc/meminfo: needs of at
+    # most 1 % of the physical memory are not probed.
+    probes = []
+    monkeypatch.setattr(_validation, "available_memory",
+                        lambda: probes.append(1) or 2**20)
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 2**40)
+    _validation.check_full_fit_memory(100, "test")            # 240 KB of 1 TB
+    assert not probes
+    with pytest.raises(MemoryError):
+        _validation.check_full_fit_memory(200_000, "test")    # 960 GB
+    assert probes
+    monkeypatch.setattr(_validation, "physical_memory", lambda: None)
+    with pytest.raises(MemoryError):                          # unknown size: probed
+        _validation.check_full_fit_memory(1000, "test")
+
+
 # --- threads, the GIL and BLAS threads -----------------------------------------------
 
 
