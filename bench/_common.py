@@ -105,10 +105,15 @@ def machine_line():
 
     libs = [f"{i.get('internal_api')} {i.get('version')} ({i.get('num_threads')} threads)"
             for i in threadpool_info() if i.get("user_api") == "blas"]
+    try:
+        load = "load average {:.2f} / {:.2f} / {:.2f} (1 / 5 / 15 min) as the " \
+            "report was written".format(*os.getloadavg())
+    except OSError:
+        load = "load average unknown"
     return (f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
             f"{platform.python_version()}, numpy {np.__version__}, scipy "
             f"{scipy.__version__}, scikit-learn {sklearn.__version__}, gpc "
-            f"{gpc.__version__}; BLAS: {', '.join(libs) or 'unknown'}.")
+            f"{gpc.__version__}; BLAS: {', '.join(libs) or 'unknown'}; {load}.")
 
 
 # A Markdown inline link's target: "](target)" or "](target "title")".

@@ -1,0 +1,231 @@
+"""gpc on a busy machine: each workload alone and beside a competing BLAS load.
+
+Users run gpc beside other work (a grid search, a notebook next to a training job).
+This suite runs each workload twice in one run: alone, then beside a second process
+that multiplies 1000 x 1000 matrices in a loop with one BLAS thread per core (the
+*load*), and reports the slowdown (busy / alone) and gpc's time against
+scikit-learn's under the same conditions. Both libraries run with the BLAS threads
+the environment gives them (the report says how many).
+
+Workloads:
+
+* ``--load-calls`` calls (default 50) of ``gpc.infer(K, y)`` at n = 100 (``--load-n``)
+  with EP and with Laplace, and of the multinomial Laplace with C = 3; the same
+  number of scikit-learn ``GaussianProcessClassifier(optimizer=None).fit`` calls on
+  the same data;
+* one fit with a fixed kernel at n = 500 and n = 2000 (``--load-fit-sizes``), gpc's
+  Laplace and EP and scikit-learn's Laplace;
+* ``GridSearchCV(n_jobs=2)`` over gpc's classifier (4 length scales, 3 folds, n = 300);
+* the floor: LAPACK's Cholesky through SciPy (the library gpc calls) at n = 200 and
+  2000, with the same threads.
+
+Run standalone (``python bench/bench_load.py``) or through ``bench/run_all.py``.
+"""
+
+import multiprocessing as mp
+import os
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg
+from _common import machine_line, make_data, settle, standalone
+from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.model_selection import GridSearchCV
+
+import gpc
+
+
+def _compete(stop, ready):
+    """The load: BLAS matrix products on every core until ``stop`` is set."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=os.cpu_count() or 1, user_api="blas"):
+        A = np.random.RandomState(0).randn(1000, 1000)
+        ready.set()
+        while not stop.is_set():
+            A = A @ A
+            A /= np.abs(A).max()
+
+
+class Load:
+    """``with Load():`` runs the competing process for the block's duration."""
+
+    def __enter__(self):
+        ctx = mp.get_context("spawn")
+        self.stop, ready = ctx.Event(), ctx.Event()
+        self.proc = ctx.Process(target=_compete, args=(self.stop, ready), daemon=True)
+        self.proc.start()
+        ready.wait(60)
+        time.sleep(1.0)                     # its threads up and running
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.proc.join(30)
+        if self.proc.is_alive():
+            self.proc.terminate()
+        return False
+
+
+def _problem(n, seed=0):
+    X, y = make_data(n, d=8, seed=seed)
+    return X, y
+
+
+def _kernel():
+    return C(2.0) * RBF(np.full(8, np.sqrt(8.0)))
+
+
+def _calls(n, calls):
+    """Workloads of many small calls: name -> zero-argument function."""
+    X, y = _problem(n)
+    K = _kernel()(X)
+    ypm = 2.0 * y - 1.0
+    X3, y3 = _problem(n, seed=1)
+    y3 = np.digitize(X3[:, 0] + X3[:, 1], [-0.5, 0.5])
+    K3 = [_kernel()(X3)] * 3
+
+    def repeat(fn):
+        return lambda: [fn() for _ in range(calls)]
+
+    return {
+        f"gpc.infer EP, n = {n}": repeat(lambda: gpc.infer(K, ypm, method="ep")),
+        f"gpc.infer Laplace, n = {n}": repeat(lambda: gpc.infer(K, ypm,
+                                                                method="laplace")),
+        f"gpc.infer multinomial Laplace, C = 3, n = {n}": repeat(
+            lambda: gpc.infer(K3, y3, likelihood="softmax", method="laplace")),
+        f"scikit-learn fit (optimizer=None), n = {n}": repeat(
+            lambda: SkGPC(_kernel(), optimizer=None).fit(X, y)),
+    }
+
+
+def _factorisations():
+    """The floor: LAPACK's own Cholesky (scipy.linalg.cholesky, the library gpc
+    calls) at a small and a large size, about 0.02 s and 0.2 s alone."""
+    out = {}
+    for n, calls in ((200, 200), (2000, 5)):
+        A = make_data(n, seed=3)[0]
+        S = np.asfortranarray(_kernel()(A) + np.eye(n))
+        out[f"LAPACK Cholesky (scipy), n = {n}, {calls} calls"] = (
+            lambda S=S, calls=calls: [scipy.linalg.cholesky(S, lower=True,
+                                                            check_finite=False)
+                                      for _ in range(calls)])
+    return out
+
+
+def _fits(sizes):
+    """One fit each with a fixed kernel."""
+    out = {}
+    for n in sizes:
+        X, y = _problem(n)
+        out[f"gpc Laplace fit, n = {n}"] = lambda X=X, y=y: gpc.GaussianProcessClassifier(
+            _kernel(), optimizer=None).fit(X, y)
+        out[f"gpc EP fit, n = {n}"] = lambda X=X, y=y: gpc.GaussianProcessClassifier(
+            _kernel(), optimizer=None, method="ep", likelihood="probit").fit(X, y)
+        out[f"scikit-learn Laplace fit, n = {n}"] = lambda X=X, y=y: SkGPC(
+            _kernel(), optimizer=None).fit(X, y)
+    X, y = _problem(300)
+    grid = {"kernel": [C(2.0) * RBF(s) for s in (0.5, 1.0, 2.0, 4.0)]}
+    out["GridSearchCV(n_jobs=2) over gpc, n = 300"] = lambda: GridSearchCV(
+        gpc.GaussianProcessClassifier(optimizer=None), grid, cv=3, n_jobs=2).fit(X, y)
+    out["GridSearchCV(n_jobs=2) over scikit-learn, n = 300"] = lambda: GridSearchCV(
+        SkGPC(optimizer=None), grid, cv=3, n_jobs=2).fit(X, y)
+    return out
+
+
+def _time(fn):
+    settle()
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn()
+    return time.perf_counter() - t0
+
+
+def bench(n, calls, sizes, repeat):
+    """``(alone, busy)``: each workload's timings alone and under the load, the
+    workloads in turn and the whole round ``repeat`` times (a slow phase of the
+    machine then falls on different workloads rather than on one)."""
+    work = {**_factorisations(), **_calls(n, calls), **_fits(sizes)}
+    for fn in work.values():             # imports, caches and pools warmed once
+        _time(fn)
+    alone = {name: [] for name in work}
+    busy = {name: [] for name in work}
+    for _ in range(repeat):
+        for name, fn in work.items():
+            alone[name].append(_time(fn))
+    with Load():
+        for _ in range(repeat):
+            for name, fn in work.items():
+                busy[name].append(_time(fn))
+    for name in work:
+        a, b = np.median(alone[name]), np.median(busy[name])
+        print(f"  {name}: alone {a:.3g} s, busy {b:.3g} s ({b / a:.1f}x; busy runs "
+              f"{', '.join(f'{t:.3g}' for t in busy[name])})", flush=True)
+    return alone, busy
+
+
+def _peer(name, names):
+    """The scikit-learn row that gpc's row ``name`` is compared with, or None."""
+    if name.startswith(("scikit-learn", "LAPACK")):
+        return None
+    if name.startswith("gpc.infer"):
+        return next((k for k in names if k.startswith("scikit-learn fit")), None)
+    if name.startswith("GridSearchCV"):
+        return name.replace("over gpc", "over scikit-learn")
+    return "scikit-learn Laplace fit, n = " + name.rsplit("n = ", 1)[-1]
+
+
+def report(alone, busy, calls, repeat):
+    med = {k: {name: float(np.median(v)) for name, v in d.items()}
+           for k, d in (("alone", alone), ("busy", busy))}
+    lines = [
+        "## gpc on a busy machine: alone and beside a competing BLAS load",
+        "",
+        f"Each workload alone, then beside a second process multiplying 1000 x 1000 "
+        f"matrices with {os.cpu_count()} BLAS threads (one per core), in one run; the "
+        f"many-call rows are {calls} calls. Medians of {repeat} rounds over all the "
+        "workloads; *slowest busy*: the slowest of the busy rounds. *Slowdown* = "
+        "busy / alone (a fair share of the cores is 2x on two cores); *against "
+        "scikit-learn* = gpc's median over scikit-learn's comparable row's under "
+        "the same condition.",
+        "",
+        "| workload | alone (s) | busy (s) | slowest busy (s) | slowdown | against "
+        "scikit-learn, alone | against scikit-learn, busy |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    a, b = med["alone"], med["busy"]
+    for name in alone:
+        peer = _peer(name, list(alone))
+        vs = f"{a[name] / a[peer]:.2f} | {b[name] / b[peer]:.2f}" if peer in a else " | "
+        lines.append(f"| {name} | {a[name]:.3g} | {b[name]:.3g} | "
+                     f"{max(busy[name]):.3g} | {b[name] / a[name]:.1f}x | {vs} |")
+    lines += ["", machine_line()]
+    return "\n".join(lines) + "\n"
+
+
+# The quick mode (``--quick``: the main job's smoke run).
+QUICK = {"load_calls": 5, "load_fit_sizes": [500]}
+
+
+def add_arguments(ap):
+    ap.add_argument("--load-calls", type=int, default=50)
+    ap.add_argument("--load-n", type=int, default=100)
+    ap.add_argument("--load-fit-sizes", type=int, nargs="+", default=[500, 2000])
+
+
+def run(args):
+    """Run the busy-machine benchmark; returns the Markdown section."""
+    alone, busy = bench(args.load_n, args.load_calls, args.load_fit_sizes, args.repeat)
+    return report(alone, busy, args.load_calls, args.repeat)
+
+
+def main(argv=None):
+    standalone(__doc__, add_arguments, run, argv, repeat=3, quick=QUICK)
+
+
+if __name__ == "__main__":
+    main()
