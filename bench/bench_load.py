@@ -105,14 +105,58 @@ def _calls(n, calls):
 def _factorisations():
     """The floor: LAPACK's own Cholesky (scipy.linalg.cholesky, the library gpc
     calls) at a small and a large size, about 0.02 s and 0.2 s alone."""
+    from threadpoolctl import threadpool_limits
+
     out = {}
     for n, calls in ((200, 200), (2000, 5)):
         A = make_data(n, seed=3)[0]
         S = np.asfortranarray(_kernel()(A) + np.eye(n))
-        out[f"LAPACK Cholesky (scipy), n = {n}, {calls} calls"] = (
-            lambda S=S, calls=calls: [scipy.linalg.cholesky(S, lower=True,
-                                                            check_finite=False)
-                                      for _ in range(calls)])
+
+        def chol(S=S, calls=calls):
+            return [scipy.linalg.cholesky(S, lower=True, check_finite=False)
+                    for _ in range(calls)]
+
+        def chol_one_thread(chol=chol):
+            with threadpool_limits(limits=1, user_api="blas"):
+                return chol()
+
+        out[f"LAPACK Cholesky (scipy), n = {n}, {calls} calls"] = chol
+        out[f"the same, one BLAS thread, n = {n}"] = chol_one_thread
+    return out
+
+
+# The thread-count getter under the names OpenBLAS builds give it (SciPy's and
+# numpy's wheels prefix their symbols, numpy's with a 64-bit-integer suffix).
+_GET_NUM_THREADS = ("openblas_get_num_threads", "scipy_openblas_get_num_threads",
+                    "scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_")
+
+
+def per_thread_control():
+    """For each OpenBLAS loaded: whether ``openblas_set_num_threads_local(1)``
+    called in one thread is seen by ``openblas_get_num_threads()`` in another
+    (True: the setting is process-wide), or None where the library lacks them."""
+    import ctypes
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    out = {}
+    for info in threadpool_info():
+        if info.get("internal_api") != "openblas":
+            continue
+        lib = ctypes.CDLL(info["filepath"])
+        get = next((getattr(lib, name) for name in _GET_NUM_THREADS
+                    if hasattr(lib, name)), None)
+        set_local = getattr(lib, "openblas_set_num_threads_local", None)
+        if get is None or set_local is None:
+            out[info["filepath"]] = None
+            continue
+        before = get()
+        worker = threading.Thread(target=lambda: set_local(1))
+        worker.start()
+        worker.join()
+        out[info["filepath"]] = get() == 1 and before != 1
+        set_local(before)
     return out
 
 
@@ -170,7 +214,7 @@ def bench(n, calls, sizes, repeat):
 
 def _peer(name, names):
     """The scikit-learn row that gpc's row ``name`` is compared with, or None."""
-    if name.startswith(("scikit-learn", "LAPACK")):
+    if name.startswith(("scikit-learn", "LAPACK", "the same")):
         return None
     if name.startswith("gpc.infer"):
         return next((k for k in names if k.startswith("scikit-learn fit")), None)
@@ -203,7 +247,10 @@ def report(alone, busy, calls, repeat):
         vs = f"{a[name] / a[peer]:.2f} | {b[name] / b[peer]:.2f}" if peer in a else " | "
         lines.append(f"| {name} | {a[name]:.3g} | {b[name]:.3g} | "
                      f"{max(busy[name]):.3g} | {b[name] / a[name]:.1f}x | {vs} |")
-    lines += ["", machine_line()]
+    shared = [f"{os.path.basename(k)}: {'process-wide' if v else 'per thread' if v is False else 'absent'}"
+              for k, v in per_thread_control().items()]
+    lines += ["", "`openblas_set_num_threads_local(1)` called in another thread: "
+              + ("; ".join(shared) or "no OpenBLAS loaded") + ".", "", machine_line()]
     return "\n".join(lines) + "\n"
 
 
