@@ -288,6 +288,38 @@ def test_interrupted_fit_keeps_the_best_hyperparameters(monkeypatch, capsys):
     assert out.count("evaluation") == 4 and "|gradient|" in out
 
 
+@pytest.mark.parametrize("allowed", [0, 3])
+def test_interrupted_inducing_stage_keeps_a_consistent_model(monkeypatch, allowed):
+    """Ctrl-C in the stage that moves the inducing inputs (before its first
+    evaluation, or after three) keeps the best inputs evaluated with their
+    hyperparameters: the fitted model is EP's at its own basis vectors."""
+    X, y = _data(300, 2, 10)
+    original = gpc.sparse_ep.SparseEvidence.__call__
+    moved = {"n": 0}
+
+    def interrupted(self, theta):
+        if self.learn_inducing:
+            if moved["n"] >= allowed:
+                raise KeyboardInterrupt
+            moved["n"] += 1
+        return original(self, theta)
+
+    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "__call__", interrupted)
+    kw = dict(max_basis=10, random_state=0)
+    clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0),
+                                 learn_inducing_points=True, **kw)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        clf.fit(X, y)
+    assert clf.inference_info_["interrupted"]
+    fixed = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), **kw).fit(X, y)
+    moved_inputs = np.abs(clf.basis_vectors_ - fixed.basis_vectors_).max()
+    assert (moved_inputs > 0) == (allowed > 0)
+    again = sparse_ep(clf.kernel_, get_likelihood("probit"), X, y,
+                      clf.basis_vectors_, tol=1e-10, compute_gradient=False)
+    assert clf.log_marginal_likelihood_value_ == pytest.approx(again.log_evidence,
+                                                               abs=1e-6)
+
+
 def test_damped_passes_judge_convergence_by_the_undamped_step():
     # A cold start at a large signal variance overshoots: damping must follow
     # the distance from the fixed point, not the (damped) step taken, or it
