@@ -52,7 +52,7 @@ cdef inline void syr_lower(int n, double alpha, const double* x, double* a) noex
     for j in range(n):
         s = alpha * x[j]
         if s != 0.0:
-            col = a + j * n
+            col = a + <size_t> j * n
             for i in range(j, n):
                 col[i] += s * x[i]
 
