@@ -1810,6 +1810,20 @@ def _contract_cross(kernel, X, Z, G, K):
                       dtype=np.float64).reshape(-1)
 
 
+def _cross_arguments(kernel, X, Z, G):
+    """``(kernel, X, Z, G)`` checked for :func:`contract_cross` and
+    :func:`contract_inputs`: G of shape (n_X, n_Z), X and Z with as many
+    features."""
+    kernel = as_kernel(kernel)
+    X, Z = _check_X(X), _check_X(Z, "Z")
+    G = np.asarray(G, dtype=np.float64)
+    if G.shape != (X.shape[0], Z.shape[0]):
+        raise ValueError(f"G has shape {G.shape}; expected {(X.shape[0], Z.shape[0])}.")
+    if X.shape[1] != Z.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features; Z has {Z.shape[1]}.")
+    return kernel, X, Z, G
+
+
 def contract_cross(kernel, X, Z, G, K=None):
     """Gradient of ``sum(G * kernel(X, Z))`` with respect to ``kernel.theta``.
 
@@ -1855,12 +1869,7 @@ def contract_cross(kernel, X, Z, G, K=None):
     >>> np.allclose(g, fd, rtol=1e-5)
     True
     """
-    kernel = as_kernel(kernel)
-    X, Z = _check_X(X), _check_X(Z, "Z")
-    G = np.asarray(G, dtype=np.float64)
-    if G.shape != (X.shape[0], Z.shape[0]):
-        raise ValueError(f"G has shape {G.shape}; expected {(X.shape[0], Z.shape[0])}.")
-    return _contract_cross(kernel, X, Z, G, K)
+    return _contract_cross(*_cross_arguments(kernel, X, Z, G), K)
 
 
 def contract_diag(kernel, X, s, chunk_size=256):
@@ -1908,31 +1917,30 @@ def contract_diag(kernel, X, s, chunk_size=256):
 
 
 def _radial_form(kernel, X):
-    """``(variance, length_scale, nu)`` of a squared exponential (nu = inf) or
-    a Matern kernel with nu in {0.5, 1.5, 2.5, inf}, gpc's or scikit-learn's;
-    None for any other kernel."""
+    """``(variance, length_scale, nu)`` of a squared exponential (nu = inf; alone
+    or times a constant, :func:`_se_form`) or a Matern kernel with nu in {0.5,
+    1.5, 2.5, inf}, gpc's or scikit-learn's; None for any other kernel."""
+    form = _se_form(kernel)
+    if form is not None:
+        return form[0], _length_scale_for(form[1], X, type(kernel).__name__), np.inf
     t = type(kernel)
-    if t is _sk.RBF:
-        return 1.0, _length_scale_for(kernel.length_scale, X, "RBF"), np.inf
     if t is _sk.Matern and kernel.nu in (0.5, 1.5, 2.5, np.inf):
         return 1.0, _length_scale_for(kernel.length_scale, X, "Matern"), kernel.nu
-    if t is SquaredExponential:
-        ls, variance = kernel._values(X)
-        return variance, ls, np.inf
     if t is Matern:
         ls, variance, nu = kernel._values(X)
         return variance, ls, nu
     return None
 
 
-def _radial_inputs(X, Z, G, form):
+def _radial_inputs(X, Z, G, form, K=None):
     """``d/dZ sum(G * k(X, Z))`` for ``k = variance * f(r)``, r the distance in
     length scales: ``sum_i A_ij (x_i - z_j) / l^2`` with ``A = G * variance *
-    (-f'(r) / r)`` (``G * K`` for the squared exponential), by one GEMM."""
+    (-f'(r) / r)`` (``G * K`` for the squared exponential, K given or formed),
+    by one GEMM."""
     variance, ls, nu = form
     Xs, Zs = _scaled_inputs(X, Z, ls)
     if nu == np.inf:
-        A = G * _se_matrix(Xs, Zs, variance)
+        A = G * (_se_matrix(Xs, Zs, variance) if K is None else K)
     else:
         r = _sqdist(Xs, Zs)
         np.sqrt(np.maximum(r, 0.0, out=r), out=r)
@@ -1941,17 +1949,22 @@ def _radial_inputs(X, Z, G, form):
     return (_matmul(A.T, Xs) - A.sum(axis=0)[:, None] * Zs) / ls
 
 
-def _contract_inputs(kernel, X, Z, G):
-    """Dispatch of :func:`contract_inputs` (inputs already checked)."""
+def _contract_inputs(kernel, X, Z, G, K=None):
+    """Dispatch of :func:`contract_inputs` (inputs already checked; K, when
+    given, is ``kernel(X, Z)``)."""
     t = type(kernel)
     if _constant_value(kernel) is not None or t in (White, _sk.WhiteKernel):
         return np.zeros(Z.shape)           # no dependence on distinct inputs
     form = _radial_form(kernel, X)
     if form is not None:
-        return _radial_inputs(X, Z, G, form)
+        return _radial_inputs(X, Z, G, form, K)
     if t in (Sum, _sk.Sum):
         return _contract_inputs(kernel.k1, X, Z, G) + _contract_inputs(kernel.k2, X, Z, G)
     if t in (Product, _sk.Product):
+        for c, other in ((_constant_value(kernel.k1), kernel.k2),
+                         (_constant_value(kernel.k2), kernel.k1)):
+            if c is not None:                  # no n x m matrix of the constant
+                return c * _contract_inputs(other, X, Z, G)
         return (_contract_inputs(kernel.k1, X, Z, G * cross_covariance(kernel.k2, X, Z))
                 + _contract_inputs(kernel.k2, X, Z, G * cross_covariance(kernel.k1, X, Z)))
     if t in (Exponentiation, _sk.Exponentiation):
@@ -1965,7 +1978,7 @@ def _contract_inputs(kernel, X, Z, G):
         "products and powers.")
 
 
-def contract_inputs(kernel, X, Z, G):
+def contract_inputs(kernel, X, Z, G, K=None):
     """Gradient of ``sum(G * kernel(X, Z))`` with respect to the inputs Z.
 
     The derivative that learning a sparse model's inducing inputs needs
@@ -1981,6 +1994,9 @@ def contract_inputs(kernel, X, Z, G):
     Z : array-like of shape (n_inducing, n_features)
     G : array-like of shape (n_samples, n_inducing)
         Derivative of the objective with respect to ``kernel(X, Z)``.
+    K : array-like of shape (n_samples, n_inducing), optional
+        ``kernel(X, Z)`` if already computed (used by squared exponentials,
+        alone or times a constant).
 
     Returns
     -------
@@ -2017,14 +2033,7 @@ def contract_inputs(kernel, X, Z, G):
     >>> np.allclose(g.ravel(), fd, rtol=1e-6)
     True
     """
-    kernel = as_kernel(kernel)
-    X, Z = _check_X(X), _check_X(Z, "Z")
-    G = np.asarray(G, dtype=np.float64)
-    if G.shape != (X.shape[0], Z.shape[0]):
-        raise ValueError(f"G has shape {G.shape}; expected {(X.shape[0], Z.shape[0])}.")
-    if X.shape[1] != Z.shape[1]:
-        raise ValueError(f"X has {X.shape[1]} features; Z has {Z.shape[1]}.")
-    return _contract_inputs(kernel, X, Z, G)
+    return _contract_inputs(*_cross_arguments(kernel, X, Z, G), K)
 
 
 # ---------------------------------------------------------------------------

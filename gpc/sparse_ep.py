@@ -316,11 +316,12 @@ def _gradient_pieces(prior, post, Xc, Phi, local, E, beta):
     Gt -= Phi * (2.0 * s)
     Gt = blas.dger(1.0, post.a, beta - E * m, a=Gt, overwrite_a=1)
     Gt = blas.dtrsm(1.0, prior.LK, Gt, lower=1, trans_a=1, overwrite_b=1)
-    pieces = {"cross": contract_cross(prior.kernel, Xc, prior.Z, Gt.T, prior.cross(Xc)),
+    K = prior.cross(Xc)
+    pieces = {"cross": contract_cross(prior.kernel, Xc, prior.Z, Gt.T, K),
               "diag": contract_diag(prior.kernel, Xc, s),
               "H": _matmul(Phi * s, Phi.T)}
     if prior.inducing_gradient:
-        pieces["dZ"] = contract_inputs(prior.kernel, Xc, prior.Z, Gt.T)
+        pieces["dZ"] = contract_inputs(prior.kernel, Xc, prior.Z, Gt.T, K)
     return pieces
 
 
@@ -600,17 +601,17 @@ class SparseEvidence:
 
     def run(self, theta, compute_gradient=True):
         """:func:`sparse_ep` at theta from the kept sites."""
-        return self._run(theta, compute_gradient)
+        return self._run(theta, *self.model(theta), compute_gradient)
 
-    def _run(self, theta, compute_gradient):
-        return sparse_ep(*self.model(theta), self.data, None, self.inducing_inputs(theta),
+    def _run(self, theta, kernel, likelihood, compute_gradient):
+        return sparse_ep(kernel, likelihood, self.data, None, self.inducing_inputs(theta),
                          sites=self.sites, compute_gradient=compute_gradient,
                          inducing_gradient=self.learn_inducing, **self.options)
 
     def __call__(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
-        likelihood = self.model(theta)[1]
-        res = self._run(theta, True)
+        kernel, likelihood = self.model(theta)
+        res = self._run(theta, kernel, likelihood, True)
         n = self.data.n
         grad = self.params.gradient(res.grad, res.dlik, likelihood) / n
         if self.learn_inducing:
