@@ -5,7 +5,7 @@
 
 from libc.math cimport fabs
 
-from _blas cimport Tiles, tiles_next, tiles_start
+from _blas cimport Tiles, chol_lower, tiles_next, tiles_start
 
 import numpy as np
 
@@ -121,3 +121,37 @@ cdef tuple _scan(Square K, int tile):
     if nonfinite != 0.0:
         return False, 0.0, 0.0
     return True, max_abs, max_asym
+
+
+def factorises(K, double jitter, double[::1, :] work=None):
+    """Whether the lower Cholesky factorisation of ``K + jitter I`` succeeds.
+
+    K is a square float64 matrix (its lower triangle is read; it is not
+    modified); ``work``, an n x n Fortran buffer overwritten with the factor,
+    is allocated when not given.  One copy and one LAPACK ``dpotrf`` without
+    Python in between: the positive-definiteness check that :func:`gpc.infer`
+    runs on every K costs what the factorisation costs, even at small n.
+    """
+    cdef const double[::1, :] KF
+    cdef Py_ssize_t n, i, j
+    cdef int info = 0
+    K = np.asarray(K, dtype=np.float64)
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError("factorises: K must be square.")
+    if not K.flags.f_contiguous and K.flags.c_contiguous:
+        K = K.T                      # symmetric: the transpose has the same factor
+    KF = np.asfortranarray(K)
+    n = KF.shape[0]
+    if work is None:
+        work = np.empty((n, n), order="F")
+    elif work.shape[0] != n or work.shape[1] != n:
+        raise ValueError("factorises: work must be n x n.")
+    if n == 0:
+        return True
+    with nogil:
+        for j in range(n):
+            work[j, j] = KF[j, j] + jitter
+            for i in range(j + 1, n):
+                work[i, j] = KF[i, j]
+        info = chol_lower(&work[0, 0], <int> n)
+    return info == 0

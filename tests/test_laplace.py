@@ -183,6 +183,37 @@ def test_indefinite_K_raises():
         gpc.infer(K, [1, -1, 1], likelihood="probit")
 
 
+def test_positive_definiteness_check_climbs_the_jitter_ladder():
+    # psd_jitter's compiled probe against numpy's Cholesky: a K with an
+    # eigenvalue of -1e-9 needs the second rung of jitter (in units of its mean
+    # diagonal), a diagonal one none, and K itself is never written.
+    from gpc import _checks
+    from gpc.inference._base import JITTER_LADDER, psd_jitter
+    Q = np.linalg.qr(np.random.default_rng(0).standard_normal((6, 6)))[0]
+    K = np.asfortranarray((Q * [3.0, 2.0, 1.0, 0.5, 0.2, -1e-9]) @ Q.T)
+    K = (K + K.T) / 2
+    before = K.copy()
+    jitter = psd_jitter(K)
+    assert np.array_equal(K, before)
+    scale = np.mean(np.diag(K))
+    needed = [r for r in JITTER_LADDER
+              if _numpy_factorises(K + r * scale * np.eye(6))][0]
+    assert needed == JITTER_LADDER[1]
+    assert jitter == (0.0 if needed == JITTER_LADDER[0] else needed * scale) > 0.0
+    for A in (K, np.ascontiguousarray(K), 3.0 * np.eye(4), K + 1e-3 * np.eye(6)):
+        for jit in (0.0, 1e-6):
+            assert _checks.factorises(A, jit) == _numpy_factorises(A + jit * np.eye(len(A)))
+    assert psd_jitter(np.asfortranarray(3.0 * np.eye(4))) == 0.0
+
+
+def _numpy_factorises(A):
+    try:
+        np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
 def test_likelihood_without_derivatives_is_rejected():
     with pytest.raises(ValueError, match="derivatives"):
         gpc.infer(np.eye(2), [1, -1], likelihood="step")

@@ -9,8 +9,8 @@ from types import MappingProxyType
 from typing import Optional
 
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky
 
+from .._checks import factorises
 from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
                            check_full_fit_memory, is_integer, is_real,
                            multinomial_fit_arrays)
@@ -396,25 +396,21 @@ def psd_jitter(K, what="K"):
 
     Climbs :func:`with_jitter`'s ladder from its first non-zero rung (rounding, so
     reported as 0.0) and raises :class:`NotPositiveDefiniteError` (naming ``what``)
-    when even the largest fails or the diagonal is not positive.  One Cholesky of K
-    (O(n^3 / 3)) per rung tried.
+    when even the largest fails or the diagonal is not positive.  One compiled
+    copy and Cholesky of K (O(n^3 / 3)) per rung tried.
     """
     if K.shape[0] == 0:
         return 0.0
-    if not float(np.mean(np.diag(K))) > 0:
+    scale = float(np.mean(np.diag(K)))
+    if not scale > 0:
         raise NotPositiveDefiniteError(
             f"{what} is not positive semi-definite (its mean diagonal is not "
             "positive): it is not a valid covariance.")
-
-    def factorises(A):             # A is a jittered copy of K: it may be overwritten
-        try:
-            cholesky(A, lower=True, overwrite_a=True, check_finite=False)
-        except LinAlgError:
-            return None
-        return True
-
-    _, jitter = with_jitter(K, factorises, what, rungs=JITTER_LADDER)
-    return 0.0 if jitter <= JITTER_LADDER[0] * _jitter_scale(K) else jitter
+    work = np.empty(K.shape, order="F")
+    for k, rel in enumerate(JITTER_LADDER):
+        if factorises(K, rel * scale, work):
+            return 0.0 if k == 0 else rel * scale
+    raise _ladder_failed(what, JITTER_LADDER[-1])
 
 
 def check_kernel_psd(kernel, X):
@@ -592,16 +588,21 @@ def with_jitter(K, attempt, what="K", rungs=(0.0,) + JITTER_LADDER):
     (naming ``what``) when the whole ladder fails.
     """
     n = K.shape[0]
-    scale = _jitter_scale(K)
+    scale = None                     # computed when a jittered rung is needed
     for rel in rungs:
         Kj = K
         if rel:
+            scale = _jitter_scale(K) if scale is None else scale
             Kj = np.array(K, order="F", copy=True)
             Kj[np.diag_indices(n)] += rel * scale
         res = attempt(Kj)
         if res is not None:
-            return res, rel * scale
-    raise NotPositiveDefiniteError(
+            return res, rel * scale if rel else 0.0
+    raise _ladder_failed(what, rungs[-1])
+
+
+def _ladder_failed(what, largest):
+    """The error when K + ``largest`` x mean(diag(K)) I does not factorise."""
+    return NotPositiveDefiniteError(
         f"{what} is not positive semi-definite: the factorisation failed even with "
-        f"jitter {rungs[-1]:g} x mean(diag(K)) added to the diagonal."
-    )
+        f"jitter {largest:g} x mean(diag(K)) added to the diagonal.")
