@@ -45,9 +45,9 @@ import _peers
 TABLES = ("tv16", "cps1988", "lending_club")
 
 
-def make_problem(n, problem="issue"):
+def make_problem(n, problem="interaction"):
     """``(X, y, X_test, y_test)`` of one of the two 8-D problems (labels 0/1, 10^4
-    test points): ``"issue"``, y = 1[x1 + x2 x3 + 0.3 e > 0], and
+    test points): ``"interaction"``, y = 1[x1 + x2 x3 + 0.3 e > 0], and
     ``"smooth"``, :func:`_common.make_data` (a random smooth function of all 8
     inputs with label noise), an independent check; or one of :data:`TABLES`,
     :func:`gpc.datasets.load_tabular`'s split with its inputs standardised by the
@@ -130,11 +130,12 @@ def _in_child(target, *args):
     return out
 
 
-def run_gpc(n, M, method="ep", problem="issue", isotropic=False, learn_inducing=False):
+def run_gpc(n, M, method="ep", problem="interaction", isotropic=False,
+            learn_inducing=False):
     return _in_child(_gpc_child, n, M, method, problem, isotropic, learn_inducing)
 
 
-def run_peers(n, M, max_seconds, problem="issue"):
+def run_peers(n, M, max_seconds, problem="interaction"):
     """Each installed peer's SVGP on the same data and inducing start."""
     rows = {}
     for name, version in _peers.available().items():
@@ -144,7 +145,7 @@ def run_peers(n, M, max_seconds, problem="issue"):
     return rows
 
 
-PROBLEMS = {"issue": "y = 1[x1 + x2 x3 + 0.3 e > 0]",
+PROBLEMS = {"interaction": "y = 1[x1 + x2 x3 + 0.3 e > 0]",
             "smooth": "`_common.make_data`: a random smooth function of all 8 inputs "
                       "with label noise"}
 
@@ -242,7 +243,7 @@ def run(args):
 
 # The quick mode (``--quick``: the main job's smoke run): 10^4 points, no peers.
 QUICK = {"learning_sizes": [10_000], "learning_inducing": 100,
-         "learning_no_peers": True, "learning_problems": ["issue"]}
+         "learning_no_peers": True, "learning_problems": ["interaction"]}
 
 
 def add_arguments(ap):
