@@ -4,7 +4,7 @@
   8-D data): a cold fit with fixed hyperparameters followed by
   ``log_marginal_likelihood(theta, eval_gradient=True)``, in units of one LAPACK
   Cholesky (dpotrf) of size n timed just before each call, beside the same with
-  ``updates="sequential"`` (the default before issue 27).
+  ``updates="sequential"`` (the default before ``updates="auto"``).
 * Laplace (the estimator's default method, logit) with a fixed kernel: the whole
   ``fit`` in Choleskys of size n.
 * ``predict_proba`` on 1000 test points after a fit on n = 2000, in Choleskys of
@@ -128,7 +128,7 @@ def report(ep, lap, pred, mem):
         "theta EP's gradient comes from the fitted posterior (B^{-1} from its "
         "factor, no second EP run). Laplace: "
         "`GaussianProcessClassifier(C(2) * RBF(ARD, sqrt(8)), fixed).fit(X, y)` "
-        "(logit). Targets (issue 27): EP within 15, Laplace within 8.",
+        "(logit). Targets: EP within 15, Laplace within 8.",
         "",
         "| n | EP default (Choleskys) | EP sequential (Choleskys) | Laplace fit "
         "(Choleskys) | Newton steps | dpotrf (ms) |",

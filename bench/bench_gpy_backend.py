@@ -102,7 +102,7 @@ def run(args, argv=None):
     t0 = time.perf_counter()
     sizes, rounds = ([200], 2) if args.quick else (args.sizes, args.rounds)
     rows = [_compare(n, method, rounds) for n in sizes for method in METHODS]
-    lines = ["## gpc behind GPy's models against GPy's own inference (issue 30)", "",
+    lines = ["## gpc behind GPy's models against GPy's own inference", "",
              "One evaluation of a GPy model (kernel matrix, inference from the prior, "
              "kernel gradient), the inference method the only difference; medians "
              f"of {rounds} rounds, each timing both back to back.", "",

@@ -1,4 +1,4 @@
-"""The joint multinomial model against one-vs-rest (issue 29): held-out log loss,
+"""The joint multinomial model against one-vs-rest: held-out log loss,
 accuracy and fit time, and the accuracy of its deterministic predictive.
 
 Protocol:
@@ -185,7 +185,7 @@ def run(args, argv=None):
     t0 = time.perf_counter()
     folds = 2 if args.quick else args.folds
     draws = min(args.mc_draws, 200_000) if args.quick else args.mc_draws
-    lines = ["## The joint multinomial model against one-vs-rest (issue 29)", "",
+    lines = ["## The joint multinomial model against one-vs-rest", "",
              f"Stratified {folds}-fold cross-validation, inputs standardised per "
              "fold; kernel `C(1) * RBF(sqrt(d))` learnt by each model's evidence "
              "(vb: Bohning's bound); Laplace unless named.  Log loss and accuracy "

@@ -61,7 +61,7 @@ def _cost_child(conn, n, M, problem):
 
 
 def run(args):
-    lines = ["## Where a large-data fit's time goes (issue 25)", "",
+    lines = ["## Where a large-data fit's time goes", "",
              f"`SparseGPClassifier`, {args.cost_inducing} inducing points; *BLAS "
              "pass* = `dtrsm` + `dsyrk` of every 2048-row chunk of the n x M "
              "features, timed in the same process after the fit.", "",

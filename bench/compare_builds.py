@@ -14,9 +14,10 @@ the ratios after / before of adjacent calls::
     cd bench && python compare_builds.py --before /tmp/before/bin/python \\
         --after "$(which python)" --labels OLD NEW --write results/compare_builds.md
 
-The workloads use only API that every build since issue 27 has: the evidence
-objective of evidence maximisation (``gpc.optimize.EvidenceObjective``), the
-estimator, and gpc's squared-exponential kernel.
+The workloads use only API that every build since ``updates="auto"`` (fc09d70)
+has: the evidence objective of evidence maximisation
+(``gpc.optimize.EvidenceObjective``), the estimator, and gpc's squared-exponential
+kernel.
 """
 
 import argparse

@@ -1,5 +1,5 @@
 """Every method x likelihood pair's cross-validated log loss on real data, beside
-EP's with the same likelihood (issue 26: within 1.3x).
+EP's with the same likelihood (the target: within 1.3x).
 
 Protocol:
 

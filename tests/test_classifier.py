@@ -96,7 +96,7 @@ def test_the_first_optimiser_step_does_not_leap_to_a_corner_of_the_bounds():
 
 
 def test_vb_probit_learns_from_the_default_start():
-    # Issue 26: from C(1) * RBF(1), the first step of the bound's maximisation
+    # Once, from C(1) * RBF(1), the first step of the bound's maximisation
     # went to a flat corner of the bounds (theta (-11.5, 11.5): constant
     # probabilities: 0.319**2 * RBF(2.83e+04), training accuracy 0.63, on
     # scikit-learn's breast cancer data).
@@ -469,7 +469,7 @@ def test_objective_gradient_in_log_eps_matches_finite_differences():
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 @pytest.mark.parametrize("method", gpc.available_methods())
 def test_a_non_finite_kernel_matrix_gets_the_message_of_infer(method):
-    # Issue 26: the estimator gave K to the method unchecked: Laplace called it
+    # The estimator once gave K to the method unchecked: Laplace called it
     # "badly scaled", EP suggested more damping, PL found the evidence not finite
     # "after 0 sweeps (converged)".  DotProduct is positive semi-definite by
     # construction, so no Cholesky looked at its K either.
@@ -516,7 +516,7 @@ def test_a_non_finite_kernel_matrix_gets_the_message_of_infer(method):
      "max_iter must be an integer >= 0"),
 ])
 def test_bad_parameters_are_refused_at_fit_and_named(params, error, match):
-    # Issue 26: these were accepted, or failed later with a message that did not
+    # These were once accepted, or failed later with a message that did not
     # name them ("ufunc 'isfinite' not supported", "dictionary update sequence
     # element #0", AttributeError), or were overridden by max_iter_predict.
     X, y = binary_data(30, 2)

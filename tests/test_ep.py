@@ -568,7 +568,7 @@ def test_unusable_init_is_ignored_and_a_wrong_one_refused():
     res = ep(K, y, "probit", init={"tau": -np.ones(20), "nu": np.zeros(20)})
     assert res.info["n_sweeps"] == ref.info["n_sweeps"]
     assert res.log_evidence == ref.log_evidence
-    # What is not an EP state on these 20 examples is refused (issue 26).
+    # What is not an EP state on these 20 examples is refused.
     for init in ({"tau": np.ones(3), "nu": np.zeros(3)},          # wrong size
                  {"tau": np.full(20, np.nan), "nu": np.zeros(20)},
                  {"mode": np.zeros(20)}):                         # another method's state

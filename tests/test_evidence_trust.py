@@ -1,5 +1,5 @@
 """Every method x likelihood pair's evidence is smooth in the hyperparameters, its
-gradient is right, and a lower bound is a bound (issue 26).
+gradient is right, and a lower bound is a bound.
 
 The pairs come from the registries (``_registry``), so a new method or likelihood
 is held to these properties without editing this file.  The data are
@@ -28,7 +28,7 @@ LABELS = np.where(np.sin(X[:, 0]) > 0, 1.0, -1.0)
 TARGETS = np.sin(X[:, 0])
 #: The signal variance: large enough that the likelihoods' shapes matter.
 SF2 = 4.0
-#: Length scales of the gradient check (issue 26: 0.3 to 30).
+#: Length scales of the gradient check (0.3 to 30).
 LENGTH_SCALES = [0.3, 1.0, 3.0, 10.0, 30.0]
 
 

@@ -142,7 +142,7 @@ def test_warm_start_reaches_the_same_mode_faster():
     assert warm2.info["n_iter"] < cold2.info["n_iter"]
     assert warm2.log_evidence == pytest.approx(cold2.log_evidence, rel=1e-13)
     np.testing.assert_allclose(warm2.dK, cold2.dK, rtol=1e-7, atol=1e-12)
-    # A state of the wrong size is refused, not ignored (issue 26).
+    # A state of the wrong size is refused, not ignored.
     with pytest.raises(ValueError, match=r"init\['alpha'\] must be .* shape \(10,\)"):
         gpc.infer(K[:10, :10], y[:10], likelihood="logit", init=cold.state)
 
@@ -251,7 +251,7 @@ def test_validation_scans_every_tile(i, j):
 
 @pytest.mark.parametrize("method", gpc.available_methods())
 def test_no_examples_is_one_clear_error_for_every_method(method, capfd):
-    # Issue 26: with n = 0 some methods returned 0.0, one raised, and LAPACK
+    # With n = 0 some methods once returned 0.0, one raised, and LAPACK
     # printed illegal-argument messages; every method now refuses alike.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -293,7 +293,7 @@ def test_predictions_from_the_posterior():
 
 # ---------------------------------------------------------------------------
 # Inexact Newton steps (single-precision factorisations, chord steps): the mode,
-# alpha and evidence of plain Newton in double (issue 27)
+# alpha and evidence of plain Newton in double
 # ---------------------------------------------------------------------------
 
 

@@ -207,8 +207,8 @@ def test_bad_options_are_refused():
 
 @pytest.mark.parametrize("lik", ["probit", "step"])
 def test_ensemble_refuses_a_nearly_singular_K_and_runs_with_a_noise_term(lik):
-    # Issue 26: scikit-learn's test data with RBF(1.0) (reciprocal condition number
-    # 2e-15) gave -241.2, moving 0.4 nats for a 1e-4 change of log length scale
+    # Scikit-learn's test data with RBF(1.0) (reciprocal condition number 2e-15)
+    # once gave -241.2, moving 0.4 nats for a 1e-4 change of log length scale
     # (finite differences -3.5e6 against an analytic -366): the cavity variances
     # 1 / [K^-1]_ii were rounding noise.  Now that K, a duplicated input and a
     # recorded K of condition number 2e17 are refused with a clear error.

@@ -1,5 +1,5 @@
 """What :func:`gpc.infer` does with its options and ``init`` for every method of the
-registry (issue 26): an option of the wrong name or type, and an ``init`` that is
+registry: an option of the wrong name or type, and an ``init`` that is
 not the method's state on these examples, are refused with an error that names
 them; none is silently ignored."""
 

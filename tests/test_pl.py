@@ -449,7 +449,7 @@ def _toy_evidence(log_ell, eps=np.exp(-1.76333), **kw):
 
 
 def test_noisy_threshold_evidence_is_smooth_in_the_length_scale():
-    # Issue 26: with the Gauss-Hermite rule the evidence jumped (by 0.14 at log
+    # With the Gauss-Hermite rule the evidence once jumped (by 0.14 at log
     # length scales 0.7175 and 0.79 here) as nodes crossed f = 0.  On a grid of step
     # h the second differences of a smooth function are h^2 f'': bounded by 50 h^2
     # (|f''| is about 8 here), where a jump J gives J.
@@ -489,7 +489,7 @@ def test_noisy_threshold_gradient_is_the_evidence_derivative(log_ell):
 
 
 def test_noisy_threshold_fit_takes_few_evaluations():
-    # Issue 26: with the evidence jumping, L-BFGS-B needed thousands of evaluations
+    # With the evidence jumping, L-BFGS-B needed thousands of evaluations
     # (130 on this fit before the closed form); with a smooth evidence and its exact
     # gradient, two hyperparameters take some twenty.
     from sklearn.gaussian_process.kernels import RBF

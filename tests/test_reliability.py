@@ -1,4 +1,4 @@
-"""Hardening of the estimators (issue 9): persistence, failure atomicity, warm
+"""Hardening of the estimators: persistence, failure atomicity, warm
 starts that never cross data sets, the memory guard, threads and the GIL.
 
 Every estimator configuration is in ``ESTIMATORS``: a new method is covered by

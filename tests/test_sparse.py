@@ -228,7 +228,7 @@ def test_bad_parameters_and_input_are_refused():
 @pytest.mark.parametrize("bad", [dict(tol="abc"), dict(damping="abc"),
                                  dict(jitter=None), dict(max_basis=20.0)])
 def test_parameters_of_the_wrong_type_are_refused_with_their_name(bad):
-    # Issue 26: a string tol or damping failed in np.isfinite or a comparison with
+    # A string tol or damping once failed in np.isfinite or a comparison with
     # a message that did not name them.
     X, y = data(20, 9)
     name = next(iter(bad))
@@ -240,7 +240,7 @@ def test_parameters_of_the_wrong_type_are_refused_with_their_name(bad):
 
 
 def test_a_novelty_tol_that_admits_no_basis_vector_is_refused():
-    # Issue 26: novelty_tol=10 gave an empty BV set and constant predictions,
+    # novelty_tol=10 once gave an empty BV set and constant predictions,
     # silently.  The novelty of an example, the variance of f(x) that the BV set
     # leaves unexplained, is at most k(x, x): at novelty_tol >= 1 none joins;
     # below 1 the first example always does.
@@ -259,7 +259,7 @@ def test_a_novelty_tol_that_admits_no_basis_vector_is_refused():
 
 
 def test_ep_sweeps_converge_with_examples_unrelated_to_the_basis():
-    # Issue 26: a cluster far from every basis vector (its kernel row on the BV
+    # A cluster far from every basis vector (its kernel row on the BV
     # set is 0) has nothing to update, but it was counted as skipped updates, so
     # EP with the Gaussian likelihood "did not converge" at a largest site change
     # of 1e-14.
@@ -391,7 +391,7 @@ def test_ep_sweeps_with_pruning_approach_full_ep_for_the_regression_noises(name)
 
 
 class _Quadratic(sklearn_kernels.Kernel):
-    """``k(x, x') = 1 - |x - x'|^2``: not positive semi-definite (issue 26)."""
+    """``k(x, x') = 1 - |x - x'|^2``: not positive semi-definite."""
 
     def __init__(self):
         pass
@@ -445,7 +445,7 @@ def test_kmeans_centres_survive_huge_inputs_and_match_kmeans_plusplus():
 
 
 def test_inputs_whose_squared_norms_overflow_are_refused_clearly():
-    # Issue 26: on X * 1e160 the sparse estimators raised the internal "dK
+    # On X * 1e160 the sparse estimators once raised the internal "dK
     # contains NaN or infinite values." (or predicted NaN): the distances from
     # |x|^2 / 2 overflow.  Now a clear error says what to do.
     rng = np.random.default_rng(0)

@@ -195,7 +195,7 @@ def test_classifier_with_the_probit_bound():
 
 @pytest.mark.parametrize("lik", ["probit", "logit"])
 def test_the_bound_rises_with_every_iteration_and_stays_below_ep(lik):
-    # Issue 26's case: breast cancer standardised, a large signal variance.  The
+    # The case that showed it: breast cancer standardised, a large signal variance.  The
     # probit's bound fell as it converged (-43.99 after 100 steps, -155.92 at
     # convergence, EP -57.57): a bound maximised by its iteration cannot fall, and
     # the value after k steps is the bound at the returned tangent points.
