@@ -4,8 +4,8 @@ the rank-one BLAS work it replaces, measured in one run.
 * n = 2000, 5000 on 8-D data (the EP benchmark's data and kernel), probit: one fresh
   ADF sweep over the examples in data order (``gpc._online.adf_sweep``), against the
   same sequence of rank-one updates done alone: ``dsyr`` on the leading t x t block
-  of an n x n array for t = 1, ..., n (``gpc._online.rank_one_baseline``).  Target
-  (the issue's): ratio below 1.5.
+  of an n x n array for t = 1, ..., n (``gpc._online.rank_one_baseline``).  Target:
+  ratio below 1.5.
 
 Run standalone (``python bench/bench_adf.py``) or through ``bench/run_all.py``.
 """

@@ -86,12 +86,12 @@ def run(args):
 def add_arguments(ap):
     ap.add_argument("--cost-sizes", type=int, nargs="+", default=[10 ** 6])
     ap.add_argument("--cost-inducing", type=int, default=200)
-    ap.add_argument("--cost-problems", nargs="+", default=["issue", "smooth"])
+    ap.add_argument("--cost-problems", nargs="+", default=["interaction", "smooth"])
 
 
 def main(argv=None):
     standalone(__doc__, add_arguments, run, argv,
-               quick={"cost_sizes": [20000], "cost_problems": ["issue"]})
+               quick={"cost_sizes": [20000], "cost_problems": ["interaction"]})
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 n = 1000 (``--vb-sizes``) on the 8-D data of ``_common.make_data``, logit, kernel
 ``C * RBF(ARD)`` from the same start: a full fit with L-BFGS-B maximisation of the
 evidence (Laplace) and of the lower bound (``method="vb"``), best of ``--repeat``;
-the issue's target is a ratio within 2.
+the target is a ratio within 2.
 
 Run through ``bench/run_all.py`` or standalone.
 """
