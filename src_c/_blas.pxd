@@ -4,8 +4,22 @@
 # (column-major) n x n buffers with leading dimension n; symmetric matrices use (and
 # factorisations fill) the LOWER triangle.  SciPy's Cython BLAS uses plain `int`
 # for dimensions (no ILP64 `blas_int` is exposed by the SciPy versions we support).
-from scipy.linalg.cython_blas cimport dsymv
-from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs
+#
+# Threads.  SciPy's OpenBLAS decides by itself how many threads a call uses, from
+# the call's size, and its workers spin-wait on each other: on a machine whose
+# cores are busy with other work, a call that wakes them can take a scheduler
+# period (milliseconds) instead of microseconds.  Below the orders where two threads
+# pay, gpc therefore calls routines that always run in the calling thread (LAPACK's
+# unblocked ones); above, the blocked ones with the threads the process has.
+from scipy.linalg.cython_blas cimport dsymv, dtrmv
+from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotrf, dpotrs, dtrti2,
+                                         dtrtri, slauu2, slauum, strti2, strtri)
+
+
+cdef enum:
+    # Orders up to which triangular inverses and L^T L products run unblocked, in
+    # the calling thread (OpenBLAS threads dtrtri from about 192 and dlauum from 32).
+    UNBLOCKED_MAX = 128
 
 
 cdef inline int chol_lower(double* a, int n) noexcept nogil:
@@ -16,12 +30,90 @@ cdef inline int chol_lower(double* a, int n) noexcept nogil:
     return info
 
 
-cdef inline int chol_inverse_lower(double* a, int n) noexcept nogil:
-    """Given the lower Cholesky factor L in `a`, overwrite its lower triangle with
-    (L L^T)^{-1}; returns LAPACK info."""
+cdef inline int tri_inverse_lower(double* a, int n, bint unit=False) noexcept nogil:
+    """Overwrite the lower triangular n x n `a` with its inverse (unit diagonal
+    assumed with ``unit``); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX."""
+    cdef char uplo = b'L'
+    cdef char diag = b'U' if unit else b'N'
+    cdef int info = 0
+    if n <= UNBLOCKED_MAX:
+        dtrti2(&uplo, &diag, &n, a, &n, &info)
+    else:
+        dtrtri(&uplo, &diag, &n, a, &n, &info)
+    return info
+
+
+cdef inline int lower_gram(double* a, int n) noexcept nogil:
+    """Overwrite the lower triangle of the lower triangular `a` = M with that of
+    M^T M (LAPACK's lauum); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX."""
     cdef char uplo = b'L'
     cdef int info = 0
-    dpotri(&uplo, &n, a, &n, &info)
+    if n <= UNBLOCKED_MAX:
+        dlauu2(&uplo, &n, a, &n, &info)
+    else:
+        dlauum(&uplo, &n, a, &n, &info)
+    return info
+
+
+cdef inline int tri_inverse_lower_f(float* a, int n) noexcept nogil:
+    """:func:`tri_inverse_lower` in single precision (non-unit diagonal)."""
+    cdef char uplo = b'L'
+    cdef char diag = b'N'
+    cdef int info = 0
+    if n <= UNBLOCKED_MAX:
+        strti2(&uplo, &diag, &n, a, &n, &info)
+    else:
+        strtri(&uplo, &diag, &n, a, &n, &info)
+    return info
+
+
+cdef inline int lower_gram_f(float* a, int n) noexcept nogil:
+    """:func:`lower_gram` in single precision."""
+    cdef char uplo = b'L'
+    cdef int info = 0
+    if n <= UNBLOCKED_MAX:
+        slauu2(&uplo, &n, a, &n, &info)
+    else:
+        slauum(&uplo, &n, a, &n, &info)
+    return info
+
+
+cdef inline void trmv_lower(const double* a, int n, double* x,
+                            bint transpose) noexcept nogil:
+    """x <- A x (or A' x) for the lower triangular n x n `a`, in place.  In the
+    calling thread up to UNBLOCKED_MAX (OpenBLAS threads dtrmv from about 32):
+    column updates from the last column, or dot products from the first."""
+    cdef char uplo = b'L'
+    cdef char trans = b'T' if transpose else b'N'
+    cdef char diag = b'N'
+    cdef int i, j, one = 1
+    cdef double s
+    cdef const double* col
+    if n > UNBLOCKED_MAX:
+        dtrmv(&uplo, &trans, &diag, &n, <double*> a, &n, x, &one)
+    elif transpose:
+        for j in range(n):                   # x_j = sum_{i >= j} a_ij x_i
+            col = a + <size_t> j * n
+            s = col[j] * x[j]
+            for i in range(j + 1, n):
+                s += col[i] * x[i]
+            x[j] = s
+    else:
+        for j in range(n - 1, -1, -1):       # x_i += a_ij x_j for i > j, then x_j
+            col = a + <size_t> j * n
+            s = x[j]
+            for i in range(j + 1, n):
+                x[i] += col[i] * s
+            x[j] = col[j] * s
+
+
+cdef inline int chol_inverse_lower(double* a, int n) noexcept nogil:
+    """Given the lower Cholesky factor L in `a`, overwrite its lower triangle with
+    (L L^T)^{-1} = L^{-T} L^{-1} (LAPACK's potri, in two steps so that small
+    orders stay in the calling thread); returns LAPACK info."""
+    cdef int info = tri_inverse_lower(a, n)
+    if info == 0:
+        info = lower_gram(a, n)
     return info
 
 

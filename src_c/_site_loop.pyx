@@ -39,12 +39,13 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport (ddot, dtrmm, dsyrk, dtrmv, dsymm, dtrsm,
+from scipy.linalg.cython_blas cimport (ddot, dtrmm, dsyrk, dsymm, dtrsm,
                                       dgemv, ssymv, ssyrk)
-from scipy.linalg.cython_lapack cimport dlauum, dtrtri, slauum, spotrf, strtri
+from scipy.linalg.cython_lapack cimport spotrf
 
-from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
-                   scale_site_inverse, symv_lower, syr_lower)
+from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
+                   lower_gram_f, scale_site_inverse, symv_lower, syr_lower,
+                   tri_inverse_lower, tri_inverse_lower_f, trmv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
 from _site_rules cimport (Model, RULE_EP, RULE_PL, _log_evidence, _model_init,
@@ -279,8 +280,6 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
     Without a positive site B = I: L and Linv are written as I (O(n^2) instead of
     two O(n^3) LAPACK calls on the identity).
     Returns ST_OK, ST_NOT_PD (B numerically singular), ST_IMPROPER or ST_NOMEM."""
-    cdef char uplo = b'L'
-    cdef char diag = b'N'
     cdef int i, j, info = 0
     cdef double t0
     cdef double* F = L if keep_l else Linv
@@ -315,7 +314,7 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
             L[i + i * n] = Linv[i + i * n]
     gpc_toc(T_COPY_L, t0)
     t0 = gpc_tic()
-    dtrtri(&uplo, &diag, &n, Linv, &n, &info)
+    info = tri_inverse_lower(Linv, n)
     gpc_toc(T_TRTRI, t0)
     if info != 0:
         return ST_NOT_PD
@@ -363,7 +362,6 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
     ``_factorise`` handles without LAPACK) or B is not positive definite in single
     precision (the caller then factorises in double)."""
     cdef char uplo = b'L'
-    cdef char diag = b'N'
     cdef int i, j, info = 0
     if _no_positive_site(tau, n):
         return ST_NOT_PD
@@ -377,7 +375,7 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
         return ST_NOT_PD
     for j in range(n):
         L[j + j * n] = F[j + j * n]
-    strtri(&uplo, &diag, &n, F, &n, &info)
+    info = tri_inverse_lower_f(F, n)
     if info != 0:
         return ST_NOT_PD
     for j in range(n):
@@ -388,11 +386,7 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
 
 cdef void _trmv(const double* Linv, int n, double* x, bint transpose) noexcept nogil:
     """x <- Linv x  (or Linv' x)."""
-    cdef char uplo = b'L'
-    cdef char trans = b'T' if transpose else b'N'
-    cdef char diag = b'N'
-    cdef int one = 1
-    dtrmv(&uplo, &trans, &diag, &n, <double*> Linv, &n, x, &one)
+    trmv_lower(Linv, n, x, transpose)
 
 
 cdef void _mean(const double* K, const double* Linv, const double* S, const double* nu,
@@ -617,7 +611,7 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
         for j in range(n):
             for i in range(j, n):
                 M[i + j * n] = <float> Linv[i + j * n]
-    slauum(&lo, &n, M, &n, &info)               # lower triangle: L^{-T} L^{-1} = B^{-1}
+    info = lower_gram_f(M, n)                   # lower triangle: L^{-T} L^{-1} = B^{-1}
     if m == 0:
         gpc_model_pass(M, sf, r, n, True, True)
         free(sf)
@@ -1346,7 +1340,6 @@ cdef void _finish(Run* r, bint want_binv) noexcept nogil:
     """L for the result where the last factorisation kept only its diagonal (a
     chord step that converged at once, e.g. a Gaussian likelihood), and B^{-1} =
     L^{-T} L^{-1} from the last inverse factor when the caller wants it."""
-    cdef char uplo = b'L'
     cdef int info = 0, n = r.n
     cdef double t0
     if r.status == ST_OK and not r.l_kept:
@@ -1355,7 +1348,7 @@ cdef void _finish(Run* r, bint want_binv) noexcept nogil:
             r.status = ST_NOT_PD
     t0 = gpc_tic()
     if r.status == ST_OK and want_binv:
-        dlauum(&uplo, &n, r.Linv, &n, &info)
+        info = lower_gram(r.Linv, n)
     gpc_toc(T_BINV, t0)
 
 

@@ -6,8 +6,10 @@
 #
 # Storage: n x n Fortran buffers with leading dimension n, LOWER triangles.
 
-from scipy.linalg.cython_blas cimport dsymv, dtrmv
-from scipy.linalg.cython_lapack cimport dpotrf, dtrtri, dlauum
+from scipy.linalg.cython_blas cimport dsymv
+from scipy.linalg.cython_lapack cimport dpotrf
+
+from _blas cimport lower_gram, tri_inverse_lower, trmv_lower
 
 
 def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
@@ -18,9 +20,6 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
     succeeded, of the inversion; 0 on success)."""
     cdef int n = K.shape[0], i, j, info = 0, one = 1
     cdef char lo = b'L'
-    cdef char nt = b'N'
-    cdef char tr = b'T'
-    cdef char nd = b'N'
     cdef double s, d, a1 = 1.0, a0 = 0.0
     if not (K.shape[1] == n and L.shape[0] == n and L.shape[1] == n
             and Linv.shape[0] == n and Linv.shape[1] == n and sW.shape[0] == n
@@ -39,7 +38,7 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
             for j in range(n):
                 for i in range(j, n):
                     Linv[i, j] = L[i, j]
-            dtrtri(&lo, &nd, &n, &Linv[0, 0], &n, &info)
+            info = tri_inverse_lower(&Linv[0, 0], n)
         if info == 0:
             for j in range(n):
                 s = 0.0
@@ -54,8 +53,8 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
                   &work[0], &one)
             for i in range(n):
                 work[i] = work[i] * sW[i]
-            dtrmv(&lo, &nt, &nd, &n, &Linv[0, 0], &n, &work[0], &one)
-            dtrmv(&lo, &tr, &nd, &n, &Linv[0, 0], &n, &work[0], &one)
+            trmv_lower(&Linv[0, 0], n, &work[0], False)
+            trmv_lower(&Linv[0, 0], n, &work[0], True)
             for i in range(n):
                 alpha[i] = b[i] - sW[i] * work[i]
             dsymv(&lo, &n, &a1, <double*> &K[0, 0], &n, &alpha[0], &one, &a0,
@@ -76,7 +75,7 @@ def b_inverse(const double[::1, :] Linv, double[::1, :] Binv):
         for j in range(n):
             for i in range(j, n):
                 Binv[i, j] = Linv[i, j]
-        dlauum(&lo, &n, &Binv[0, 0], &n, &info)
+        info = lower_gram(&Binv[0, 0], n)
         for j in range(n):
             for i in range(j + 1, n):
                 Binv[j, i] = Binv[i, j]

@@ -8,6 +8,7 @@ adding it there (``GaussianProcessClassifier`` takes every method of
 
 import copy
 import io
+import os
 import pickle
 import threading
 import time
@@ -405,6 +406,50 @@ def test_blas_thread_limit_is_respected():
         gpc.infer(K, y, method="ep", likelihood="probit", updates="parallel")
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert cpu < 1.25 * wall, (cpu, wall)
+
+
+def _worker_ticks():
+    """CPU clock ticks used so far by every thread of this process but the
+    calling one (Linux); BLAS worker threads run only when a call wakes them."""
+    import os
+
+    me, ticks = threading.get_native_id(), 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) != me:
+            with open(f"/proc/self/task/{tid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])       # utime + stime
+    return ticks
+
+
+def _ticks_during(work, seconds=0.4):
+    """Worker ticks while ``work`` runs again and again for ``seconds``, after
+    the workers of earlier calls stopped spinning."""
+    time.sleep(0.3)
+    before, t0 = _worker_ticks(), time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        work()
+    return _worker_ticks() - before
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+@pytest.mark.parametrize("method, lik", [("laplace", "logit"), ("vb", "logit")])
+def test_small_inference_stays_in_the_calling_thread(method, lik):
+    # On a machine busy with other work, a BLAS call that wakes worker threads can
+    # wait a scheduler period for them: at n = 100 these methods call only routines
+    # that run in the calling thread.  The control, LAPACK's blocked inverse at the
+    # same order, wakes the workers whenever BLAS has more than one thread.
+    from scipy.linalg import lapack
+
+    rng = np.random.RandomState(0)
+    n = 100
+    X = rng.randn(n, 3)
+    K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1) / 2.0) * 2.0
+    y = np.sign(X[:, 0] + 0.3 * rng.randn(n))
+    L = np.asfortranarray(np.linalg.cholesky(K + np.eye(n)))
+    if _ticks_during(lambda: lapack.dpotri(L, lower=1)) == 0:
+        pytest.skip("BLAS runs one thread here: no workers to wake")
+    assert _ticks_during(lambda: gpc.infer(K, y, method=method, likelihood=lik)) == 0
 
 
 def test_deepcopy_of_a_fitted_estimator_is_independent():
