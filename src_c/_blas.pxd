@@ -11,6 +11,7 @@
 # period (milliseconds) instead of microseconds.  Below the orders where two threads
 # pay, gpc therefore calls routines that always run in the calling thread (LAPACK's
 # unblocked ones); above, the blocked ones with the threads the process has.
+from cython cimport floating
 from scipy.linalg.cython_blas cimport dsymv, dtrmv
 from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotrf, dpotrs, dtrti2,
                                          dtrtri, slauu2, slauum, strti2, strtri)
@@ -30,51 +31,42 @@ cdef inline int chol_lower(double* a, int n) noexcept nogil:
     return info
 
 
-cdef inline int tri_inverse_lower(double* a, int n, bint unit=False) noexcept nogil:
-    """Overwrite the lower triangular n x n `a` with its inverse (unit diagonal
-    assumed with ``unit``); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX."""
-    cdef char uplo = b'L'
-    cdef char diag = b'U' if unit else b'N'
-    cdef int info = 0
-    if n <= UNBLOCKED_MAX:
-        dtrti2(&uplo, &diag, &n, a, &n, &info)
-    else:
-        dtrtri(&uplo, &diag, &n, a, &n, &info)
-    return info
-
-
-cdef inline int lower_gram(double* a, int n) noexcept nogil:
-    """Overwrite the lower triangle of the lower triangular `a` = M with that of
-    M^T M (LAPACK's lauum); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX."""
-    cdef char uplo = b'L'
-    cdef int info = 0
-    if n <= UNBLOCKED_MAX:
-        dlauu2(&uplo, &n, a, &n, &info)
-    else:
-        dlauum(&uplo, &n, a, &n, &info)
-    return info
-
-
-cdef inline int tri_inverse_lower_f(float* a, int n) noexcept nogil:
-    """:func:`tri_inverse_lower` in single precision (non-unit diagonal)."""
+cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
+    """Overwrite the lower triangular n x n `a` with its inverse (LAPACK's trtri,
+    double or single precision); returns LAPACK info.  Unblocked up to
+    UNBLOCKED_MAX."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int info = 0
-    if n <= UNBLOCKED_MAX:
-        strti2(&uplo, &diag, &n, a, &n, &info)
+    if floating is double:
+        if n <= UNBLOCKED_MAX:
+            dtrti2(&uplo, &diag, &n, a, &n, &info)
+        else:
+            dtrtri(&uplo, &diag, &n, a, &n, &info)
     else:
-        strtri(&uplo, &diag, &n, a, &n, &info)
+        if n <= UNBLOCKED_MAX:
+            strti2(&uplo, &diag, &n, a, &n, &info)
+        else:
+            strtri(&uplo, &diag, &n, a, &n, &info)
     return info
 
 
-cdef inline int lower_gram_f(float* a, int n) noexcept nogil:
-    """:func:`lower_gram` in single precision."""
+cdef inline int lower_gram(floating* a, int n) noexcept nogil:
+    """Overwrite the lower triangle of the lower triangular `a` = M with that of
+    M^T M (LAPACK's lauum, double or single precision); returns LAPACK info.
+    Unblocked up to UNBLOCKED_MAX."""
     cdef char uplo = b'L'
     cdef int info = 0
-    if n <= UNBLOCKED_MAX:
-        slauu2(&uplo, &n, a, &n, &info)
+    if floating is double:
+        if n <= UNBLOCKED_MAX:
+            dlauu2(&uplo, &n, a, &n, &info)
+        else:
+            dlauum(&uplo, &n, a, &n, &info)
     else:
-        slauum(&uplo, &n, a, &n, &info)
+        if n <= UNBLOCKED_MAX:
+            slauu2(&uplo, &n, a, &n, &info)
+        else:
+            slauum(&uplo, &n, a, &n, &info)
     return info
 
 

@@ -44,8 +44,8 @@ from scipy.linalg.cython_blas cimport (ddot, dtrmm, dsyrk, dsymm, dtrsm,
 from scipy.linalg.cython_lapack cimport spotrf
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
-                   lower_gram_f, scale_site_inverse, symv_lower, syr_lower,
-                   tri_inverse_lower, tri_inverse_lower_f, trmv_lower)
+                   scale_site_inverse, symv_lower, syr_lower, tri_inverse_lower,
+                   trmv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
 from _site_rules cimport (Model, RULE_EP, RULE_PL, _log_evidence, _model_init,
@@ -375,7 +375,7 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
         return ST_NOT_PD
     for j in range(n):
         L[j + j * n] = F[j + j * n]
-    info = tri_inverse_lower_f(F, n)
+    info = tri_inverse_lower(F, n)
     if info != 0:
         return ST_NOT_PD
     for j in range(n):
@@ -611,7 +611,7 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
         for j in range(n):
             for i in range(j, n):
                 M[i + j * n] = <float> Linv[i + j * n]
-    info = lower_gram_f(M, n)                   # lower triangle: L^{-T} L^{-1} = B^{-1}
+    info = lower_gram(M, n)                     # lower triangle: L^{-T} L^{-1} = B^{-1}
     if m == 0:
         gpc_model_pass(M, sf, r, n, True, True)
         free(sf)
