@@ -13,21 +13,34 @@
 # unblocked ones); above, the blocked ones with the threads the process has.
 from cython cimport floating
 from scipy.linalg.cython_blas cimport dsymv, dtrmv
-from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotrf, dpotrs, dtrti2,
-                                         dtrtri, slauu2, slauum, strti2, strtri)
+from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
+                                         dtrti2, dtrtri, slauu2, slauum, spotf2,
+                                         spotrf, strti2, strtri)
 
 
 cdef enum:
-    # Orders up to which triangular inverses and L^T L products run unblocked, in
-    # the calling thread (OpenBLAS threads dtrtri from about 192 and dlauum from 32).
+    # Orders up to which Cholesky factorisations, triangular inverses and L^T L
+    # products run unblocked, in the calling thread (OpenBLAS threads dpotrf from
+    # about 128, dtrtri from 192 and dlauum from 32).
     UNBLOCKED_MAX = 128
 
 
-cdef inline int chol_lower(double* a, int n) noexcept nogil:
-    """In-place lower Cholesky of the n x n Fortran buffer `a`; returns LAPACK info."""
+cdef inline int chol_lower(floating* a, int n) noexcept nogil:
+    """In-place lower Cholesky of the n x n Fortran buffer `a` (double or single
+    precision); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX (OpenBLAS
+    threads dpotrf from about 128)."""
     cdef char uplo = b'L'
     cdef int info = 0
-    dpotrf(&uplo, &n, a, &n, &info)
+    if floating is double:
+        if n <= UNBLOCKED_MAX:
+            dpotf2(&uplo, &n, a, &n, &info)
+        else:
+            dpotrf(&uplo, &n, a, &n, &info)
+    else:
+        if n <= UNBLOCKED_MAX:
+            spotf2(&uplo, &n, a, &n, &info)
+        else:
+            spotrf(&uplo, &n, a, &n, &info)
     return info
 
 

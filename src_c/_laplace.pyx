@@ -22,7 +22,7 @@
 from libc.math cimport fabs, log, sqrt, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 
-from scipy.linalg.cython_lapack cimport spotrf, spotrs
+from scipy.linalg.cython_lapack cimport spotrs
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
                     scale_site_inverse, site_inverse, symv_lower)
@@ -176,11 +176,10 @@ cdef int _factorise(Newton* nw, bint single) noexcept nogil:
     """B = I + sW K sW at the current point and its lower Cholesky factor, in L, or
     with ``single`` in single precision in L's storage (spotrf); c = K g in the
     same pass over K.  Returns ST_OK, ST_NOT_PD (double) or ST_SINGLE_FAILED."""
-    cdef char uplo = b'L'
     cdef int n = nw.n, info = 0
     if single:
         gpc_site_matrix_symv_f(nw.K, nw.sW, nw.g, <float*> nw.L, nw.c, n)
-        spotrf(&uplo, &n, <float*> nw.L, &n, &info)
+        info = chol_lower(<float*> nw.L, n)
         return ST_OK if info == 0 else ST_SINGLE_FAILED
     gpc_site_matrix_symv(nw.K, nw.sW, nw.g, nw.L, nw.c, n)
     return ST_OK if chol_lower(nw.L, n) == 0 else ST_NOT_PD

@@ -41,8 +41,6 @@ import numpy as np
 
 from scipy.linalg.cython_blas cimport (ddot, dtrmm, dsyrk, dsymm, dtrsm,
                                       dgemv, ssymv, ssyrk)
-from scipy.linalg.cython_lapack cimport spotrf
-
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
                    scale_site_inverse, symv_lower, syr_lower, tri_inverse_lower,
                    trmv_lower)
@@ -361,7 +359,6 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
     ST_NOT_PD when a site precision is negative, none is positive (the prior, which
     ``_factorise`` handles without LAPACK) or B is not positive definite in single
     precision (the caller then factorises in double)."""
-    cdef char uplo = b'L'
     cdef int i, j, info = 0
     if _no_positive_site(tau, n):
         return ST_NOT_PD
@@ -370,7 +367,7 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
             return ST_NOT_PD
         S[i] = sqrt(tau[i])
     gpc_site_matrix_symv_f(K, S, nu, F, t, n)
-    spotrf(&uplo, &n, F, &n, &info)
+    info = chol_lower(F, n)
     if info != 0:
         return ST_NOT_PD
     for j in range(n):
