@@ -35,6 +35,7 @@ import bench_gpy_backend
 import bench_laplace
 import bench_load
 import bench_multinomial
+import bench_overhead
 import bench_pl
 import bench_real_data
 import bench_sparse
@@ -53,7 +54,8 @@ from _common import (BENCH, RESULTS, broken_links, machine_line, publish,
 SPEED = {"defaults": bench_defaults, "laplace": bench_laplace, "ep": bench_ep,
          "pl": bench_pl, "adf": bench_adf, "sparse": bench_sparse,
          "sparse_learning": bench_sparse_learning, "vb": bench_vb, "speed": bench_speed,
-         "real_data": bench_real_data, "load": bench_load}
+         "real_data": bench_real_data, "load": bench_load,
+         "overhead": bench_overhead}
 PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
           "paper_vb": paper_vb, "paper_sparse": paper_sparse,
           "paper_evidence": paper_evidence, "pairs_cv": pairs_cv,
