@@ -433,11 +433,12 @@ def _ticks_during(work, seconds=0.4):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
-@pytest.mark.parametrize("method, lik", [("laplace", "logit"), ("vb", "logit")])
+@pytest.mark.parametrize("method, lik", [("laplace", "logit"), ("vb", "logit"),
+                                         ("ep", "probit"), ("naive_mean_field", "logit")])
 def test_small_inference_stays_in_the_calling_thread(method, lik):
     # On a machine busy with other work, a BLAS call that wakes worker threads can
-    # wait a scheduler period for them: at n = 100 these methods call only routines
-    # that run in the calling thread.  The control, LAPACK's blocked inverse at the
+    # wait a scheduler period for them: at n = 100 these methods (EP with its
+    # default parallel updates) call only routines that run in the calling thread.  The control, LAPACK's blocked inverse at the
     # same order, wakes the workers whenever BLAS has more than one thread.
     from scipy.linalg import lapack
 
