@@ -12,6 +12,35 @@ from scipy.linalg import lapack
 
 import gpc
 
+def _cpu_snapshot():
+    """``(busy, total, own)`` CPU seconds: the machine's non-idle and total time
+    from /proc/stat (summed over cores) and this process's with its waited-for
+    children; None where /proc/stat is missing."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(v) for v in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    hz, t = os.sysconf("SC_CLK_TCK"), os.times()
+    idle = ticks[3] + ticks[4]                         # idle and iowait
+    return ((sum(ticks) - idle) / hz, sum(ticks) / hz,
+            t.user + t.system + t.children_user + t.children_system)
+
+
+_START = _cpu_snapshot()          # when the suite's first module imported this one
+
+
+def others_busy():
+    """The share of the machine's CPU time that other processes used since this
+    module was imported (0 = the cores were otherwise idle, 1 = all busy); None
+    where it cannot be read."""
+    end = _cpu_snapshot()
+    if _START is None or end is None or end[1] <= _START[1]:
+        return None
+    others = (end[0] - _START[0]) - (end[2] - _START[2])
+    return min(1.0, max(0.0, others / (end[1] - _START[1])))
+
+
 # The reports' links (figures, other reports) are written relative to BENCH, where
 # RESULTS.md lives; publish() rewrites them for the folder of the file it writes.
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -110,6 +139,12 @@ def machine_line():
             "report was written".format(*os.getloadavg())
     except OSError:
         load = "load average unknown"
+    share = others_busy()
+    if share is not None:
+        load += (f"; other processes used {100 * share:.0f} % of the cores' time "
+                 "during the run")
+        if share > 0.1:
+            load += " (the ratios above were taken beside that load)"
     return (f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
             f"{platform.python_version()}, numpy {np.__version__}, scipy "
             f"{scipy.__version__}, scikit-learn {sklearn.__version__}, gpc "

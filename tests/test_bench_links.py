@@ -66,3 +66,25 @@ def test_broken_links_finds_a_missing_file(tmp_path, common):
     report = tmp_path / "REPORT.md"
     report.write_text("[a](missing.md) [b](REPORT.md#x) [c](http://x.org/missing.md)")
     assert common.broken_links(str(report)) == ["missing.md"]
+
+
+def test_reports_see_the_load_of_other_processes(common):
+    # A process spinning beside the benchmark shows in machine_line's share of
+    # the cores' time used by others (the own process's time is not counted).
+    import os
+    import subprocess
+    import time
+
+    common._START = common._cpu_snapshot()
+    if common._START is None:
+        pytest.skip("needs /proc/stat")
+    spin = subprocess.Popen([sys.executable, "-c",
+                             "import time\nt = time.time()\n"
+                             "while time.time() - t < 2.0: pass"])
+    try:
+        time.sleep(1.5)
+        share = common.others_busy()
+    finally:
+        spin.wait()
+    assert 0.3 / os.cpu_count() < share <= 1.0
+    assert "other processes used" in common.machine_line()
