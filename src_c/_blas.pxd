@@ -12,7 +12,8 @@
 # pay, gpc therefore calls routines that always run in the calling thread (LAPACK's
 # unblocked ones); above, the blocked ones with the threads the process has.
 from cython cimport floating
-from scipy.linalg.cython_blas cimport dsymv, dtrmv
+from libc.stdlib cimport free, malloc
+from scipy.linalg.cython_blas cimport dgemm, dsymv, dsyrk, dtrmv
 from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
                                          dtrti2, dtrtri, slauu2, slauum, spotf2,
                                          spotrf, strti2, strtri)
@@ -42,6 +43,67 @@ cdef inline int chol_lower(floating* a, int n) noexcept nogil:
         else:
             spotrf(&uplo, &n, a, &n, &info)
     return info
+
+
+cdef enum:
+    # Edge of the tiles of chol_lower_tiled: OpenBLAS runs a dgemm of at most
+    # 64 x 64 x 64 multiply-adds in the calling thread.
+    TILE = 64
+
+
+cdef inline int chol_lower_tiled(double* a, int n) noexcept nogil:
+    """In-place lower Cholesky of the n x n Fortran buffer `a`, left-looking in
+    TILE-wide block columns, every step a call that runs in the calling thread:
+    dgemm and dsyrk on tiles, dpotf2 and dtrti2 on the diagonal blocks, the panel
+    below one multiplied by the inverse of its diagonal block.  The upper triangle
+    is not touched.  Returns LAPACK's info (the order of the failed leading minor,
+    -1 when memory ran out)."""
+    cdef char lo = b'L'
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef char diag = b'N'
+    cdef double one = 1.0, minus = -1.0, zero = 0.0
+    cdef int k = 0, j, i, b, w, h, r, c, info = 0, tile = TILE
+    cdef double* inv = <double*> malloc(2 * TILE * TILE * sizeof(double))
+    cdef double* panel
+    if inv == NULL:
+        return -1
+    panel = inv + TILE * TILE
+    while k < n:
+        b = TILE if n - k > TILE else n - k
+        j = 0
+        while j < k:                         # block column k -= A[k:, j] A[k:k+b, j]'
+            w = TILE if k - j > TILE else k - j
+            dsyrk(&lo, &nt, &b, &w, &minus, a + k + <size_t> j * n, &n, &one,
+                  a + k + <size_t> k * n, &n)
+            i = k + b
+            while i < n:
+                h = TILE if n - i > TILE else n - i
+                dgemm(&nt, &tr, &h, &b, &w, &minus, a + i + <size_t> j * n, &n,
+                      a + k + <size_t> j * n, &n, &one, a + i + <size_t> k * n, &n)
+                i += TILE
+            j += TILE
+        dpotf2(&lo, &b, a + k + <size_t> k * n, &n, &info)
+        if info != 0:
+            free(inv)
+            return info + k
+        if k + b < n:
+            for c in range(b):               # inv = L_kk^{-1}, zero above
+                for r in range(b):
+                    inv[r + c * tile] = a[k + r + <size_t> (k + c) * n] if r >= c else 0.0
+            dtrti2(&lo, &diag, &b, inv, &tile, &info)
+            i = k + b
+            while i < n:                     # A[i, k] <- A[i, k] L_kk^{-T}
+                h = TILE if n - i > TILE else n - i
+                dgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, inv,
+                      &tile, &zero, panel, &tile)
+                for c in range(b):
+                    for r in range(h):
+                        a[i + r + <size_t> (k + c) * n] = panel[r + c * tile]
+                i += TILE
+        k += TILE
+    free(inv)
+    return 0
 
 
 cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:

@@ -5,7 +5,7 @@
 
 from libc.math cimport fabs
 
-from _blas cimport Tiles, chol_lower, tiles_next, tiles_start
+from _blas cimport Tiles, chol_lower, chol_lower_tiled, tiles_next, tiles_start
 
 import numpy as np
 
@@ -155,3 +155,16 @@ def factorises(K, double jitter, double[::1, :] work=None):
                 work[i, j] = KF[i, j]
         info = chol_lower(&work[0, 0], <int> n)
     return info == 0
+
+
+def _tiled_cholesky(double[::1, :] A):
+    """Test hook, not API: :func:`_blas.chol_lower_tiled` on A in place (its lower
+    triangle); returns LAPACK's info."""
+    cdef int info, n = A.shape[0]
+    if A.shape[1] != n:
+        raise ValueError("A must be square")
+    if n == 0:
+        return 0
+    with nogil:
+        info = chol_lower_tiled(&A[0, 0], n)
+    return info

@@ -453,6 +453,30 @@ def test_small_inference_stays_in_the_calling_thread(method, lik):
     assert _ticks_during(lambda: gpc.infer(K, y, method=method, likelihood=lik)) == 0
 
 
+def test_tiled_cholesky_is_lapacks_and_stays_in_the_calling_thread():
+    # The building block for large factorisations on a busy machine: tiles of
+    # dgemm / dsyrk small enough for OpenBLAS to run them in the calling thread.
+    from scipy.linalg import lapack
+
+    from gpc import _checks
+
+    rng = np.random.RandomState(0)
+    for n in (1, 63, 64, 65, 130, 300):
+        X = rng.randn(n, n + 3)
+        A = np.asfortranarray(X @ X.T / n + np.eye(n))
+        B = A.copy(order="F")
+        assert _checks._tiled_cholesky(B) == 0
+        np.testing.assert_allclose(np.tril(B), np.linalg.cholesky(A), rtol=0,
+                                   atol=1e-13)
+        assert np.array_equal(np.triu(B, 1), np.triu(A, 1))     # upper untouched
+    A = np.asfortranarray(np.diag([1.0, 2.0, -1.0] + [3.0] * 100))
+    assert _checks._tiled_cholesky(A) == lapack.dpotrf(A.copy(order="F"))[1] == 3
+    if os.path.isdir("/proc/self/task"):
+        L = np.asfortranarray(np.linalg.cholesky(B))
+        if _ticks_during(lambda: lapack.dpotri(L, lower=1)) > 0:   # BLAS has workers
+            assert _ticks_during(lambda: _checks._tiled_cholesky(B.copy(order="F"))) == 0
+
+
 def test_deepcopy_of_a_fitted_estimator_is_independent():
     est, X = _fit("ep-parallel")
     twin = copy.deepcopy(est)
