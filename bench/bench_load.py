@@ -17,7 +17,8 @@ Workloads:
   Laplace and EP and scikit-learn's Laplace;
 * ``GridSearchCV(n_jobs=2)`` over gpc's classifier (4 length scales, 3 folds, n = 300);
 * the floor: LAPACK's Cholesky through SciPy (the library gpc calls) at n = 200 and
-  2000, with the same threads.
+  2000, with the same threads, with one thread, and gpc's tiled Cholesky, whose
+  every BLAS call is small enough to run in the calling thread.
 
 Run standalone (``python bench/bench_load.py``) or through ``bench/run_all.py``.
 """
@@ -36,6 +37,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.model_selection import GridSearchCV
 
 import gpc
+from gpc import _checks
 
 
 def _compete(stop, ready):
@@ -120,8 +122,12 @@ def _factorisations():
             with threadpool_limits(limits=1, user_api="blas"):
                 return chol()
 
+        def chol_tiled(S=S, calls=calls):
+            return [_checks._tiled_cholesky(np.array(S, order="F")) for _ in range(calls)]
+
         out[f"LAPACK Cholesky (scipy), n = {n}, {calls} calls"] = chol
         out[f"the same, one BLAS thread, n = {n}"] = chol_one_thread
+        out[f"gpc's tiled Cholesky in the calling thread, n = {n}"] = chol_tiled
     return out
 
 
@@ -214,7 +220,7 @@ def bench(n, calls, sizes, repeat):
 
 def _peer(name, names):
     """The scikit-learn row that gpc's row ``name`` is compared with, or None."""
-    if name.startswith(("scikit-learn", "LAPACK", "the same")):
+    if name.startswith(("scikit-learn", "LAPACK", "the same", "gpc's tiled")):
         return None
     if name.startswith("gpc.infer"):
         return next((k for k in names if k.startswith("scikit-learn fit")), None)
