@@ -128,9 +128,10 @@ def factorises(K, double jitter, double[::1, :] work=None):
 
     K is a square float64 matrix (its lower triangle is read; it is not
     modified); ``work``, an n x n Fortran buffer overwritten with the factor,
-    is allocated when not given.  One copy and one LAPACK ``dpotrf`` without
-    Python in between: the positive-definiteness check that :func:`gpc.infer`
-    runs on every K costs what the factorisation costs, even at small n.
+    is allocated when not given.  One copy and one Cholesky
+    (``_blas.chol_lower``) without Python in between: the positive-definiteness
+    check that :func:`gpc.infer` runs on every K costs what the factorisation
+    costs, even at small n.
     """
     cdef const double[::1, :] KF
     cdef Py_ssize_t n, i, j

@@ -381,11 +381,6 @@ cdef int _factorise_single(const double* K, const double* tau, const double* nu,
     return _neg_factor(K, Linv, S, tau, n, ng)
 
 
-cdef void _trmv(const double* Linv, int n, double* x, bint transpose) noexcept nogil:
-    """x <- Linv x  (or Linv' x)."""
-    trmv_lower(Linv, n, x, transpose)
-
-
 cdef void _mean(const double* K, const double* Linv, const double* S, const double* nu,
                 int n, double* mu, double* bvec, const double* t,
                 double* w) noexcept nogil:
@@ -394,8 +389,8 @@ cdef void _mean(const double* K, const double* Linv, const double* S, const doub
     cdef int i
     for i in range(n):
         w[i] = S[i] * t[i]
-    _trmv(Linv, n, w, False)
-    _trmv(Linv, n, w, True)                        # w = B^{-1} S K nu
+    trmv_lower(Linv, n, w, False)
+    trmv_lower(Linv, n, w, True)                   # w = B^{-1} S K nu
     for i in range(n):
         bvec[i] = nu[i] - S[i] * w[i]
     symv_lower(K, n, bvec, mu, 1.0, 0.0)           # mu = K b = Sigma nu
@@ -474,7 +469,7 @@ cdef void _marginal_variances(const double* K, const double* L,
             # dtrmm packs all of L^{-1} whatever the block's width: for a few
             # columns, matrix-vector products are cheaper.
             for c in range(cnt):
-                _trmv(Linv, n, block + c * n, False)
+                trmv_lower(Linv, n, block + c * n, False)
         for c in range(cnt):
             i = idx[start + c]
             s = 0.0

@@ -7,9 +7,7 @@
 # Storage: n x n Fortran buffers with leading dimension n, LOWER triangles.
 
 from scipy.linalg.cython_blas cimport dsymv
-from scipy.linalg.cython_lapack cimport dpotrf
-
-from _blas cimport lower_gram, tri_inverse_lower, trmv_lower
+from _blas cimport chol_lower, lower_gram, tri_inverse_lower, trmv_lower
 
 
 def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
@@ -33,7 +31,7 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
             for i in range(j, n):
                 L[i, j] = sW[i] * K[i, j] * sW[j]
             L[j, j] += 1.0
-        dpotrf(&lo, &n, &L[0, 0], &n, &info)
+        info = chol_lower(&L[0, 0], n)
         if info == 0:
             for j in range(n):
                 for i in range(j, n):
@@ -64,9 +62,8 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
 
 def b_inverse(const double[::1, :] Linv, double[::1, :] Binv):
     """``Binv = L^{-T} L^{-1} = B^{-1}`` (full symmetric) from ``Linv`` (lower),
-    by ``dlauum``.  Returns the LAPACK info."""
+    by LAPACK's lauum (``_blas.lower_gram``).  Returns the LAPACK info."""
     cdef int n = Linv.shape[0], i, j, info = 0
-    cdef char lo = b'L'
     if Linv.shape[1] != n or Binv.shape[0] != n or Binv.shape[1] != n:
         raise ValueError("b_inverse: inconsistent sizes")
     if n == 0:
