@@ -47,6 +47,7 @@ _refuse_source_tree()
 del _os, _refuse_source_tree
 
 from . import kernels, likelihoods
+from ._threads import thread_limit
 from ._validation import NotPositiveDefiniteError
 from .classifier import GaussianProcessClassifier
 from .inference import InferenceResult, NumericalError, available_methods, infer
@@ -74,4 +75,5 @@ __all__ = [
     "kernels",
     "likelihoods",
     "maximize_evidence",
+    "thread_limit",
 ]
