@@ -10,10 +10,13 @@
 # cores are busy with other work, a call that wakes them can take a scheduler
 # period (milliseconds) instead of microseconds.  Below the orders where two threads
 # pay, gpc therefore calls routines that always run in the calling thread (LAPACK's
-# unblocked ones); above, the blocked ones with the threads the process has.
+# unblocked ones).  Above them, Cholesky factorisations are tiled (chol_lower_tiled):
+# BLAS calls on tiles small enough to run in the calling thread, shared out to
+# gpc's own threads (_pool.h) as many as the cores other processes leave free.
+# The other blocked routines still use OpenBLAS's threads.
 from cython cimport floating
 from libc.stdlib cimport free, malloc
-from scipy.linalg.cython_blas cimport dgemm, dsymv, dsyrk, dtrmv
+from scipy.linalg.cython_blas cimport dgemm, dsymv, dsyrk, dtrmv, sgemm, ssyrk
 from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
                                          dtrti2, dtrtri, slauu2, slauum, spotf2,
                                          spotrf, strti2, strtri)
@@ -26,84 +29,204 @@ cdef enum:
     UNBLOCKED_MAX = 128
 
 
+cdef extern from "_pool.h" nogil:
+    ctypedef void (*gpc_task_fn)(void* ctx, int task) noexcept nogil
+    void gpc_pool_run(int nthreads, gpc_task_fn fn, void* ctx, int ntasks)
+    int gpc_threads(double work)
+    void gpc_set_thread_cap(int cap)
+
+
+cdef inline int sync_threads(Py_ssize_t n) except -1:
+    """Before a computation of order n, with the GIL: set the calling thread's cap
+    on gpc's threads (``gpc._threads.cap``), where threads may run (n above
+    UNBLOCKED_MAX); a few microseconds."""
+    if n > UNBLOCKED_MAX:
+        from gpc._threads import cap
+        gpc_set_thread_cap(cap())
+    return 0
+
+
+cdef enum:
+    # Edge of the tiles of the tiled routines: OpenBLAS runs a dgemm of at most
+    # 64 x 64 x 64 multiply-adds in the calling thread.
+    TILE = 64
+
+
+cdef inline int _edge(int n, int i) noexcept nogil:
+    """The edge of the tile that starts at row or column i of n."""
+    return TILE if n - i > TILE else n - i
+
+
+cdef struct TileJob:
+    # One step of a tiled routine, shared by the tasks of gpc_pool_run.
+    void* a         # the n x n Fortran matrix
+    int n
+    int k           # the step's block column
+    void* inv       # the inverse of its diagonal block, TILE x TILE, zero above
+    void* inv_next  # that of the next block column, written by task 0
+    int info_next   # LAPACK's info of the next diagonal block
+
+
+cdef inline void _tile_times_inverse(floating* a, int n, int i, int k,
+                                     const floating* inv) noexcept nogil:
+    """A[i, k] <- A[i, k] inv' for the block at rows i, columns k (one dgemm into
+    a scratch tile, copied back)."""
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef floating one = 1.0, zero = 0.0
+    cdef floating panel[TILE * TILE]
+    cdef int h = _edge(n, i), b = _edge(n, k), r, c, tile = TILE
+    if floating is double:
+        dgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, inv, &tile,
+              &zero, panel, &tile)
+    else:
+        sgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, inv, &tile,
+              &zero, panel, &tile)
+    for c in range(b):
+        for r in range(h):
+            a[i + r + <size_t> (k + c) * n] = panel[r + c * tile]
+
+
+cdef inline void _tile_downdate(floating* a, int n, int i, int j,
+                                int k) noexcept nogil:
+    """A[i, j] -= A[i, k] A[j, k]' for the blocks at rows i, j and column k
+    (dsyrk on the lower triangle when i == j, else dgemm)."""
+    cdef char lo = b'L'
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef floating one = 1.0, minus = -1.0
+    cdef int h = _edge(n, i), w = _edge(n, j), b = _edge(n, k)
+    if i == j:
+        if floating is double:
+            dsyrk(&lo, &nt, &h, &b, &minus, a + i + <size_t> k * n, &n, &one,
+                  a + i + <size_t> i * n, &n)
+        else:
+            ssyrk(&lo, &nt, &h, &b, &minus, a + i + <size_t> k * n, &n, &one,
+                  a + i + <size_t> i * n, &n)
+    elif floating is double:
+        dgemm(&nt, &tr, &h, &w, &b, &minus, a + i + <size_t> k * n, &n,
+              a + j + <size_t> k * n, &n, &one, a + i + <size_t> j * n, &n)
+    else:
+        sgemm(&nt, &tr, &h, &w, &b, &minus, a + i + <size_t> k * n, &n,
+              a + j + <size_t> k * n, &n, &one, a + i + <size_t> j * n, &n)
+
+
+cdef inline int _chol_diagonal(floating* a, int n, int k,
+                               floating* inv) noexcept nogil:
+    """Factorise the (updated) diagonal block of block column k and, when blocks
+    remain below it, put its factor's inverse in inv (zero above the diagonal).
+    dpotrf and dtrtri of order TILE run in the calling thread (and in OpenBLAS's
+    fast kernels, unlike the unblocked dpotf2).  Returns LAPACK's info."""
+    cdef char lo = b'L'
+    cdef char diag = b'N'
+    cdef int r, c, info = 0, tile = TILE, b = _edge(n, k)
+    if floating is double:
+        dpotrf(&lo, &b, a + k + <size_t> k * n, &n, &info)
+    else:
+        spotrf(&lo, &b, a + k + <size_t> k * n, &n, &info)
+    if info != 0 or k + b == n:
+        return info
+    for c in range(b):
+        for r in range(b):
+            inv[r + c * tile] = a[k + r + <size_t> (k + c) * n] if r >= c else 0.0
+    if floating is double:
+        dtrtri(&lo, &diag, &b, inv, &tile, &info)
+    else:
+        strtri(&lo, &diag, &b, inv, &tile, &info)
+    return info
+
+
+cdef inline void _chol_panel(floating* a, TileJob* job, int t) noexcept nogil:
+    """Task t of a block column's panel: its block t + 1 below the diagonal."""
+    _tile_times_inverse(a, job.n, job.k + (t + 1) * TILE, job.k,
+                        <floating*> job.inv)
+
+
+cdef inline void _chol_update(floating* a, TileJob* job, int t) noexcept nogil:
+    """Task t of a block column's update of the blocks right of it, numbered
+    down each block column of the trailing lower triangle; task 0, the next
+    diagonal block, also factorises that block (a step ahead, while the other
+    tasks run)."""
+    cdef int rows = (job.n - job.k - 1) // TILE, jj = 0
+    while t >= rows - jj:              # column jj of the trailing blocks has
+        t -= rows - jj                 # rows - jj of them
+        jj += 1
+    _tile_downdate(a, job.n, job.k + (jj + t + 1) * TILE, job.k + (jj + 1) * TILE,
+                   job.k)
+    if jj == 0 and t == 0:
+        job.info_next = _chol_diagonal(a, job.n, job.k + TILE,
+                                       <floating*> job.inv_next)
+
+
+cdef inline void _chol_panel_d(void* ctx, int t) noexcept nogil:
+    _chol_panel(<double*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
+
+
+cdef inline void _chol_panel_s(void* ctx, int t) noexcept nogil:
+    _chol_panel(<float*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
+
+
+cdef inline void _chol_update_d(void* ctx, int t) noexcept nogil:
+    _chol_update(<double*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
+
+
+cdef inline void _chol_update_s(void* ctx, int t) noexcept nogil:
+    _chol_update(<float*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
+
+
+cdef inline int chol_lower_tiled(floating* a, int n) noexcept nogil:
+    """In-place lower Cholesky of the n x n Fortran buffer `a`, right-looking in
+    TILE-wide block columns, every BLAS and LAPACK call on a tile small enough to
+    run in the calling thread: for each block column, the blocks below the
+    diagonal times the diagonal block's inverse, then the update of every block
+    right of it, each block a task of gpc's pool on gpc_threads(n^3 / 3) threads
+    (the next diagonal block factorised by the first task, a step ahead).  Each
+    block is the same calls, in the same order, on any thread, so the factor is
+    the same bits for any number of threads.  The upper triangle is not touched.
+    Returns LAPACK's info (the order of the failed leading minor)."""
+    return chol_lower_tiled_on(a, n, gpc_threads(<double> n * n * n / 3.0))
+
+
+cdef inline int chol_lower_tiled_on(floating* a, int n, int threads) noexcept nogil:
+    """chol_lower_tiled on at most `threads` threads."""
+    cdef floating inv[2 * TILE * TILE]
+    cdef TileJob job
+    cdef int rows
+    job.a = a
+    job.n = n
+    job.inv = inv
+    job.inv_next = inv + TILE * TILE
+    job.k = 0
+    job.info_next = _chol_diagonal(a, n, 0, inv)
+    while True:
+        if job.info_next != 0:
+            return job.info_next + job.k
+        rows = (n - job.k - 1) // TILE           # blocks below the diagonal
+        if rows == 0:
+            return 0
+        if floating is double:
+            gpc_pool_run(threads, _chol_panel_d, &job, rows)
+            gpc_pool_run(threads, _chol_update_d, &job, rows * (rows + 1) // 2)
+        else:
+            gpc_pool_run(threads, _chol_panel_s, &job, rows)
+            gpc_pool_run(threads, _chol_update_s, &job, rows * (rows + 1) // 2)
+        job.k += TILE
+        job.inv, job.inv_next = job.inv_next, job.inv
+
+
 cdef inline int chol_lower(floating* a, int n) noexcept nogil:
     """In-place lower Cholesky of the n x n Fortran buffer `a` (double or single
     precision); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX (OpenBLAS
     threads dpotrf from about 128)."""
     cdef char uplo = b'L'
     cdef int info = 0
+    if n > UNBLOCKED_MAX:
+        return chol_lower_tiled(a, n)
     if floating is double:
-        if n <= UNBLOCKED_MAX:
-            dpotf2(&uplo, &n, a, &n, &info)
-        else:
-            dpotrf(&uplo, &n, a, &n, &info)
+        dpotf2(&uplo, &n, a, &n, &info)
     else:
-        if n <= UNBLOCKED_MAX:
-            spotf2(&uplo, &n, a, &n, &info)
-        else:
-            spotrf(&uplo, &n, a, &n, &info)
+        spotf2(&uplo, &n, a, &n, &info)
     return info
-
-
-cdef enum:
-    # Edge of the tiles of chol_lower_tiled: OpenBLAS runs a dgemm of at most
-    # 64 x 64 x 64 multiply-adds in the calling thread.
-    TILE = 64
-
-
-cdef inline int chol_lower_tiled(double* a, int n) noexcept nogil:
-    """In-place lower Cholesky of the n x n Fortran buffer `a`, left-looking in
-    TILE-wide block columns, every step a call that runs in the calling thread:
-    dgemm and dsyrk on tiles, dpotf2 and dtrti2 on the diagonal blocks, the panel
-    below one multiplied by the inverse of its diagonal block.  The upper triangle
-    is not touched.  Returns LAPACK's info (the order of the failed leading minor,
-    -1 when memory ran out)."""
-    cdef char lo = b'L'
-    cdef char nt = b'N'
-    cdef char tr = b'T'
-    cdef char diag = b'N'
-    cdef double one = 1.0, minus = -1.0, zero = 0.0
-    cdef int k = 0, j, i, b, w, h, r, c, info = 0, tile = TILE
-    cdef double* inv = <double*> malloc(2 * TILE * TILE * sizeof(double))
-    cdef double* panel
-    if inv == NULL:
-        return -1
-    panel = inv + TILE * TILE
-    while k < n:
-        b = TILE if n - k > TILE else n - k
-        j = 0
-        while j < k:                         # block column k -= A[k:, j] A[k:k+b, j]'
-            w = TILE if k - j > TILE else k - j
-            dsyrk(&lo, &nt, &b, &w, &minus, a + k + <size_t> j * n, &n, &one,
-                  a + k + <size_t> k * n, &n)
-            i = k + b
-            while i < n:
-                h = TILE if n - i > TILE else n - i
-                dgemm(&nt, &tr, &h, &b, &w, &minus, a + i + <size_t> j * n, &n,
-                      a + k + <size_t> j * n, &n, &one, a + i + <size_t> k * n, &n)
-                i += TILE
-            j += TILE
-        dpotf2(&lo, &b, a + k + <size_t> k * n, &n, &info)
-        if info != 0:
-            free(inv)
-            return info + k
-        if k + b < n:
-            for c in range(b):               # inv = L_kk^{-1}, zero above
-                for r in range(b):
-                    inv[r + c * tile] = a[k + r + <size_t> (k + c) * n] if r >= c else 0.0
-            dtrti2(&lo, &diag, &b, inv, &tile, &info)
-            i = k + b
-            while i < n:                     # A[i, k] <- A[i, k] L_kk^{-T}
-                h = TILE if n - i > TILE else n - i
-                dgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, inv,
-                      &tile, &zero, panel, &tile)
-                for c in range(b):
-                    for r in range(h):
-                        a[i + r + <size_t> (k + c) * n] = panel[r + c * tile]
-                i += TILE
-        k += TILE
-    free(inv)
-    return 0
 
 
 cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:

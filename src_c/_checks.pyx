@@ -5,7 +5,10 @@
 
 from libc.math cimport fabs
 
-from _blas cimport Tiles, chol_lower, chol_lower_tiled, tiles_next, tiles_start
+from cython cimport floating
+
+from _blas cimport (Tiles, chol_lower, chol_lower_tiled, chol_lower_tiled_on,
+                   sync_threads, tiles_next, tiles_start)
 
 import numpy as np
 
@@ -149,6 +152,7 @@ def factorises(K, double jitter, double[::1, :] work=None):
         raise ValueError("factorises: work must be n x n.")
     if n == 0:
         return True
+    sync_threads(n)
     with nogil:
         for j in range(n):
             work[j, j] = KF[j, j] + jitter
@@ -158,14 +162,19 @@ def factorises(K, double jitter, double[::1, :] work=None):
     return info == 0
 
 
-def _tiled_cholesky(double[::1, :] A):
+def _tiled_cholesky(floating[::1, :] A, int threads=0):
     """Test hook, not API: :func:`_blas.chol_lower_tiled` on A in place (its lower
-    triangle); returns LAPACK's info."""
+    triangle), float64 or float32; on ``threads`` threads when positive, else as
+    gpc chooses.  Returns LAPACK's info."""
     cdef int info, n = A.shape[0]
     if A.shape[1] != n:
         raise ValueError("A must be square")
     if n == 0:
         return 0
+    sync_threads(n)
     with nogil:
-        info = chol_lower_tiled(&A[0, 0], n)
+        if threads > 0:
+            info = chol_lower_tiled_on(&A[0, 0], n, threads)
+        else:
+            info = chol_lower_tiled(&A[0, 0], n)
     return info

@@ -25,7 +25,7 @@ from libc.stdlib cimport malloc, free
 from scipy.linalg.cython_lapack cimport spotrs
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
-                    scale_site_inverse, site_inverse, symv_lower)
+                    scale_site_inverse, site_inverse, symv_lower, sync_threads)
 from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN
 from _signals cimport check_signals
 
@@ -470,6 +470,7 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     out.n_iter = 0; out.halvings = 0; out.n_single = 0; out.n_reused = 0
     out.converged = False
     out.logdet = 0.0
+    sync_threads(n)
     try:
         with nogil:
             _newton(&nw, tol, max_iter, max_single_cond, reuse, &out)
@@ -517,6 +518,7 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
     if work == NULL:
         raise MemoryError()
     s2 = work; tmp = work + n; u = work + 2 * n
+    sync_threads(n)
     try:
         with nogil:
             info = site_inverse(Lp, R, n)

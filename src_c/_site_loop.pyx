@@ -42,8 +42,8 @@ import numpy as np
 from scipy.linalg.cython_blas cimport (ddot, dtrmm, dsyrk, dsymm, dtrsm,
                                       dgemv, ssymv, ssyrk)
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
-                   scale_site_inverse, symv_lower, syr_lower, tri_inverse_lower,
-                   trmv_lower)
+                   scale_site_inverse, symv_lower, syr_lower, sync_threads,
+                   tri_inverse_lower, trmv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
 from _site_rules cimport (Model, RULE_EP, RULE_PL, _log_evidence, _model_init,
@@ -1530,6 +1530,7 @@ def run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] 
                  damping_start)
     r.keep_factor = keep_factor
     size = scratch_size(n, parallel, want_binv)
+    sync_threads(n)
     try:
         if _run_buffers(&r, &scratch[0] if scratch is not None
                         and scratch.shape[0] >= size > 0 else NULL, size, parallel,

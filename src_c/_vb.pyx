@@ -7,7 +7,8 @@
 # Storage: n x n Fortran buffers with leading dimension n, LOWER triangles.
 
 from scipy.linalg.cython_blas cimport dsymv
-from _blas cimport chol_lower, lower_gram, tri_inverse_lower, trmv_lower
+from _blas cimport (chol_lower, lower_gram, sync_threads, tri_inverse_lower,
+                   trmv_lower)
 
 
 def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
@@ -26,6 +27,7 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
         raise ValueError("gaussian: inconsistent sizes")
     if n == 0:
         return 0
+    sync_threads(n)
     with nogil:
         for j in range(n):
             for i in range(j, n):

@@ -453,28 +453,107 @@ def test_small_inference_stays_in_the_calling_thread(method, lik):
     assert _ticks_during(lambda: gpc.infer(K, y, method=method, likelihood=lik)) == 0
 
 
-def test_tiled_cholesky_is_lapacks_and_stays_in_the_calling_thread():
-    # The building block for large factorisations on a busy machine: tiles of
-    # dgemm / dsyrk small enough for OpenBLAS to run them in the calling thread.
+def _spd(n, seed=0, dtype=np.float64):
+    X = np.random.RandomState(seed).randn(n, n + 3)
+    return np.asfortranarray(X @ X.T / n + np.eye(n), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype, atol", [(np.float64, 1e-13), (np.float32, 2e-6)])
+def test_tiled_cholesky_is_lapacks_on_any_number_of_threads(dtype, atol):
+    # The factorisation behind every Cholesky of order above 128: 64-wide tiles
+    # whose BLAS calls run in the thread that makes them, shared out to gpc's
+    # own threads.  Every tile is the same calls whichever thread runs it, so
+    # the factor is the same bits for 1, 2 or 3 threads (OpenBLAS's dpotrf is
+    # not: its blocks follow its thread count).
     from scipy.linalg import lapack
 
     from gpc import _checks
 
-    rng = np.random.RandomState(0)
-    for n in (1, 63, 64, 65, 130, 300):
-        X = rng.randn(n, n + 3)
-        A = np.asfortranarray(X @ X.T / n + np.eye(n))
-        B = A.copy(order="F")
-        assert _checks._tiled_cholesky(B) == 0
-        np.testing.assert_allclose(np.tril(B), np.linalg.cholesky(A), rtol=0,
-                                   atol=1e-13)
-        assert np.array_equal(np.triu(B, 1), np.triu(A, 1))     # upper untouched
-    A = np.asfortranarray(np.diag([1.0, 2.0, -1.0] + [3.0] * 100))
-    assert _checks._tiled_cholesky(A) == lapack.dpotrf(A.copy(order="F"))[1] == 3
-    if os.path.isdir("/proc/self/task"):
-        L = np.asfortranarray(np.linalg.cholesky(B))
-        if _ticks_during(lambda: lapack.dpotri(L, lower=1)) > 0:   # BLAS has workers
-            assert _ticks_during(lambda: _checks._tiled_cholesky(B.copy(order="F"))) == 0
+    for n in (1, 63, 64, 65, 130, 300, 700):
+        A = _spd(n, dtype=dtype)
+        factors = []
+        for threads in (1, 2, 3, 0):                 # 0: as gpc chooses
+            B = A.copy(order="F")
+            assert _checks._tiled_cholesky(B, threads) == 0
+            factors.append(B)
+        np.testing.assert_allclose(np.tril(factors[0]),
+                                   np.linalg.cholesky(A.astype(np.float64)),
+                                   rtol=0, atol=atol)
+        assert np.array_equal(np.triu(factors[0], 1), np.triu(A, 1))   # untouched
+        for B in factors[1:]:
+            assert np.array_equal(B, factors[0])
+    for threads in (1, 2):                           # LAPACK's info on failure
+        A = np.asfortranarray(np.diag([1.0, 2.0, -1.0] + [3.0] * 200))
+        assert _checks._tiled_cholesky(A, threads) == lapack.dpotrf(A)[1] == 3
+        A = _spd(300)
+        A[200, 200] = -1.0
+        assert _checks._tiled_cholesky(A, threads) == lapack.dpotrf(A)[1]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_tiled_cholesky_on_one_thread_wakes_no_other():
+    # What gpc runs on a busy machine: neither OpenBLAS's workers nor its own.
+    from scipy.linalg import lapack
+
+    from gpc import _checks
+
+    A = _spd(300)
+    L = np.asfortranarray(np.linalg.cholesky(A))
+    if _ticks_during(lambda: lapack.dpotri(L, lower=1)) == 0:
+        pytest.skip("BLAS runs one thread here: no workers to wake")
+    assert _ticks_during(lambda: _checks._tiled_cholesky(A.copy(order="F"), 1)) == 0
+    with gpc.thread_limit(1):
+        assert _ticks_during(lambda: _checks._tiled_cholesky(A.copy(order="F"))) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_tiled_cholesky_runs_in_a_child_forked_after_it_ran():
+    # A child forked after gpc's threads ran has none of them; the pool starts
+    # again there (GNU OpenMP's would hang).
+    from gpc import _checks
+
+    A = _spd(400)
+    parent = A.copy(order="F")
+    _checks._tiled_cholesky(parent, 2)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                      # the child
+        child = A.copy(order="F")
+        ok = _checks._tiled_cholesky(child, 2) == 0 and np.array_equal(child, parent)
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    done = [False]
+
+    def reap():
+        os.waitpid(pid, 0)
+        done[0] = True
+
+    waiter = threading.Thread(target=reap, daemon=True)
+    waiter.start()
+    waiter.join(30)
+    if not done[0]:
+        os.kill(pid, 9)
+        pytest.fail("the forked child hung")
+    assert os.read(r, 1) == b"1"
+
+
+def test_thread_limit_is_per_thread_and_validated():
+    from gpc import _threads
+
+    seen = {}
+    with gpc.thread_limit(1):
+        other = threading.Thread(target=lambda: seen.setdefault("other", _threads.cap()))
+        other.start()
+        other.join()
+        inside = _threads.cap()
+    assert inside == 1
+    assert seen["other"] != 1 or _threads._blas_threads() == 1
+    assert _threads.cap() == seen["other"]
+    for bad, err in ((0, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(err):
+            with gpc.thread_limit(bad):
+                pass
 
 
 def test_deepcopy_of_a_fitted_estimator_is_independent():
