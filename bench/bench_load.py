@@ -123,7 +123,7 @@ def _factorisations():
                 return chol()
 
         def chol_tiled(S=S, calls=calls):
-            return [_checks._tiled_cholesky(np.array(S, order="F")) for _ in range(calls)]
+            return [_checks._tiled("cholesky", np.array(S, order="F")) for _ in range(calls)]
 
         out[f"LAPACK Cholesky (scipy), n = {n}, {calls} calls"] = chol
         out[f"the same, one BLAS thread, n = {n}"] = chol_one_thread

@@ -16,10 +16,10 @@
 # The other blocked routines still use OpenBLAS's threads.
 from cython cimport floating
 from libc.stdlib cimport free, malloc
-from scipy.linalg.cython_blas cimport dgemm, dsymv, dsyrk, dtrmv, sgemm, ssyrk
-from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
-                                         dtrti2, dtrtri, slauu2, slauum, spotf2,
-                                         spotrf, strti2, strtri)
+from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymv, dsyrk, sgemm, ssyrk
+from scipy.linalg.cython_lapack cimport (dlauu2, dpotf2, dpotrf, dpotrs, dtrti2,
+                                         dtrtri, slauu2, spotf2, spotrf, strti2,
+                                         strtri)
 
 
 cdef enum:
@@ -34,6 +34,7 @@ cdef extern from "_pool.h" nogil:
     void gpc_pool_run(int nthreads, gpc_task_fn fn, void* ctx, int ntasks)
     int gpc_threads(double work)
     void gpc_set_thread_cap(int cap)
+    void gpc_atomic_min(int* p, int v)
 
 
 cdef inline int sync_threads(Py_ssize_t n) except -1:
@@ -229,72 +230,504 @@ cdef inline int chol_lower(floating* a, int n) noexcept nogil:
     return info
 
 
+cdef struct TriJob:
+    # One step of tri_inverse_tiled or lower_gram_tiled.
+    void* a         # the n x n Fortran matrix (double or float)
+    int n
+    int nb          # its blocks per side
+    int j           # the step's block (column or row)
+    void* diag      # TILE x TILE tiles, zero above the diagonal
+    void* panel     # the step's results
+    int info        # the first failed diagonal block's LAPACK info (1-based row)
+
+
+cdef inline void _lower_tile_copy(const floating* a, int n, int k,
+                                  floating* t) noexcept nogil:
+    """t (TILE x TILE) <- the lower triangle of the diagonal block at k, zero above."""
+    cdef int r, c, b = _edge(n, k)
+    for c in range(b):
+        for r in range(b):
+            t[r + c * TILE] = a[k + r + <size_t> (k + c) * n] if r >= c else 0.0
+
+
+cdef inline void _gemm(char* ta, char* tb, int m, int n, int k, floating alpha,
+                       const floating* a, int lda, const floating* b, int ldb,
+                       floating beta, floating* c, int ldc) noexcept nogil:
+    """dgemm or sgemm by the precision of the arguments."""
+    if floating is double:
+        dgemm(ta, tb, &m, &n, &k, &alpha, <double*> a, &lda, <double*> b, &ldb, &beta,
+              c, &ldc)
+    else:
+        sgemm(ta, tb, &m, &n, &k, &alpha, <float*> a, &lda, <float*> b, &ldb, &beta,
+              c, &ldc)
+
+
+cdef inline void _tri_diag(floating* a, TriJob* job, int t) noexcept nogil:
+    """Invert diagonal block t into its zero-padded tile (dtrtri of order TILE
+    runs in the calling thread)."""
+    cdef char lo = b'L'
+    cdef char nd = b'N'
+    cdef int info = 0, tile = TILE, b = _edge(job.n, t * TILE)
+    cdef floating* d = <floating*> job.diag + <size_t> t * TILE * TILE
+    _lower_tile_copy(a, job.n, t * TILE, d)
+    if floating is double:
+        dtrtri(&lo, &nd, &b, d, &tile, &info)
+    else:
+        strtri(&lo, &nd, &b, d, &tile, &info)
+    if info != 0:
+        gpc_atomic_min(&job.info, t * TILE + info)
+
+
+cdef inline void _tri_column(floating* a, TriJob* job, int t) noexcept nogil:
+    """Block (i, j) of X = L^{-1}, bottom block first: -(sum_{k=j+1..i} X_ik L_kj)
+    X_jj into the panel, with X right of column j final and column j still L."""
+    cdef char nt = b'N'
+    cdef floating beta = 0.0
+    cdef floating acc[TILE * TILE]
+    cdef floating* diag = <floating*> job.diag
+    cdef int n = job.n, j = job.j * TILE, i = (job.nb - 1 - t) * TILE, k = j + TILE
+    cdef int h = _edge(n, i), w = _edge(n, j)
+    while k < i:
+        _gemm(&nt, &nt, h, w, _edge(n, k), 1.0, a + i + <size_t> k * n, n,
+              a + k + <size_t> j * n, n, beta, acc, TILE)
+        beta = 1.0
+        k += TILE
+    _gemm(&nt, &nt, h, w, h, 1.0, diag + <size_t> (i // TILE) * TILE * TILE, TILE,
+          a + i + <size_t> j * n, n, beta, acc, TILE)
+    _gemm(&nt, &nt, h, w, w, -1.0, acc, TILE, diag + <size_t> job.j * TILE * TILE,
+          TILE, 0.0, <floating*> job.panel + i, n)
+
+
+cdef inline void _tri_diag_d(void* ctx, int t) noexcept nogil:
+    _tri_diag(<double*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
+
+
+cdef inline void _tri_diag_s(void* ctx, int t) noexcept nogil:
+    _tri_diag(<float*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
+
+
+cdef inline void _tri_column_d(void* ctx, int t) noexcept nogil:
+    _tri_column(<double*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
+
+
+cdef inline void _tri_column_s(void* ctx, int t) noexcept nogil:
+    _tri_column(<float*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
+
+
+cdef inline int tri_inverse_tiled(floating* a, int n, int threads) noexcept nogil:
+    """Overwrite the lower triangular n x n `a` with its inverse, in TILE-wide
+    block columns from the last, each block below the diagonal a task of gpc's
+    pool (on at most `threads` threads) built of dgemm calls on tiles, the
+    diagonal blocks inverted by dtrtri of order TILE: all in the calling thread as
+    far as OpenBLAS is concerned, the same bits for any number of threads.
+    Returns LAPACK's info (-1 when memory ran out)."""
+    cdef TriJob job
+    cdef int r, c, w, k
+    cdef floating* diag
+    cdef floating* panel
+    job.a = a
+    job.n = n
+    job.nb = (n + TILE - 1) // TILE
+    job.info = 0
+    diag = <floating*> malloc((<size_t> job.nb * TILE * TILE + <size_t> n * TILE)
+                              * sizeof(floating))
+    if diag == NULL:
+        return -1
+    panel = diag + <size_t> job.nb * TILE * TILE
+    job.diag = diag
+    job.panel = panel
+    if floating is double:
+        gpc_pool_run(threads, _tri_diag_d, &job, job.nb)
+    else:
+        gpc_pool_run(threads, _tri_diag_s, &job, job.nb)
+    job.j = job.nb - 2
+    while job.info == 0 and job.j >= 0:
+        if floating is double:
+            gpc_pool_run(threads, _tri_column_d, &job, job.nb - 1 - job.j)
+        else:
+            gpc_pool_run(threads, _tri_column_s, &job, job.nb - 1 - job.j)
+        for c in range(TILE):                # the panel into column block j
+            for r in range((job.j + 1) * TILE, n):
+                a[r + <size_t> (job.j * TILE + c) * n] = panel[r + <size_t> c * n]
+        job.j -= 1
+    if job.info == 0:
+        for k in range(job.nb):              # the inverted diagonal blocks
+            w = _edge(n, k * TILE)
+            for c in range(w):
+                for r in range(c, w):
+                    a[k * TILE + r + <size_t> (k * TILE + c) * n] = \
+                        diag[<size_t> k * TILE * TILE + r + c * TILE]
+    free(diag)
+    return job.info
+
+
+cdef inline void _gram(floating* a, TriJob* job, int t) noexcept nogil:
+    """Block (i, t) of M^T M for the step's block row i: sum_{k >= i} M_ki' M_kt,
+    the k = i term through the zero-padded M_ii; the diagonal block (t = i) into
+    the panel (M_ii is read by every task of the row), the others in place."""
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef char lo = b'L'
+    cdef floating one = 1.0
+    cdef floating acc[TILE * TILE]
+    cdef int n = job.n, i = job.j * TILE, j = t * TILE, k = i + TILE
+    cdef int h = _edge(n, i), w = _edge(n, j), bk, r, c, tile = TILE
+    cdef floating* d = <floating*> job.diag          # M_ii, zero above the diagonal
+    cdef floating* out = <floating*> job.panel if i == j else acc
+    _gemm(&tr, &nt, h, w, h, 1.0, d, TILE,
+          d if i == j else a + i + <size_t> j * n, TILE if i == j else n, 0.0, out, TILE)
+    while k < n:
+        bk = _edge(n, k)
+        if i != j:
+            _gemm(&tr, &nt, h, w, bk, 1.0, a + k + <size_t> i * n, n,
+                  a + k + <size_t> j * n, n, 1.0, out, TILE)
+        elif floating is double:
+            dsyrk(&lo, &tr, &h, &bk, &one, a + k + <size_t> i * n, &n, &one, out, &tile)
+        else:
+            ssyrk(&lo, &tr, &h, &bk, &one, a + k + <size_t> i * n, &n, &one, out, &tile)
+        k += TILE
+    if i != j:
+        for c in range(w):
+            for r in range(h):
+                a[i + r + <size_t> (j + c) * n] = acc[r + c * tile]
+
+
+cdef inline void _gram_d(void* ctx, int t) noexcept nogil:
+    _gram(<double*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
+
+
+cdef inline void _gram_s(void* ctx, int t) noexcept nogil:
+    _gram(<float*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
+
+
+cdef inline void lower_gram_tiled(floating* a, int n, int threads) noexcept nogil:
+    """Overwrite the lower triangle of the lower triangular `a` = M with that of
+    M^T M, block row by block row from the first, the blocks of a row tasks of
+    gpc's pool (on at most `threads` threads) built of dgemm and dsyrk calls on
+    tiles: all in the calling thread as far as OpenBLAS is concerned, the same
+    bits for any number of threads.  (The k = i term of the diagonal block goes
+    through dgemm too: M_ii' M_ii with M_ii zero-padded.)"""
+    cdef TriJob job
+    cdef floating tiles[2 * TILE * TILE]
+    cdef int r, c, w, k
+    job.a = a
+    job.n = n
+    job.nb = (n + TILE - 1) // TILE
+    job.diag = tiles
+    job.panel = tiles + TILE * TILE
+    for k in range(job.nb):
+        job.j = k
+        _lower_tile_copy(a, n, k * TILE, tiles)
+        if floating is double:
+            gpc_pool_run(threads, _gram_d, &job, k + 1)
+        else:
+            gpc_pool_run(threads, _gram_s, &job, k + 1)
+        w = _edge(n, k * TILE)
+        for c in range(w):
+            for r in range(c, w):
+                a[k * TILE + r + <size_t> (k * TILE + c) * n] = tiles[TILE * TILE + r + c * TILE]
+
+
+cdef struct TrmmJob:
+    # One block row of trmm_lower_tiled.
+    const double* l # the n x n lower triangular factor
+    double* b       # the n x m right-hand side, overwritten
+    int n
+    int m
+    int i           # the step's block row
+    bint trans
+    double* diag    # L_ii, TILE x TILE, zero above the diagonal
+
+
+cdef inline void _trmm_task(void* ctx, int t) noexcept nogil:
+    """Block (i, t) of L B (sum_{k <= i} L_ik B_kt) or L' B (sum_{k >= i}
+    L_ki' B_kt), through a scratch tile: the rows of B it reads are not yet
+    overwritten (block rows go bottom-up for L B, top-down for L' B)."""
+    cdef TrmmJob* job = <TrmmJob*> ctx
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef char* ta = &tr if job.trans else &nt
+    cdef double one = 1.0, zero = 0.0
+    cdef double acc[TILE * TILE]
+    cdef int n = job.n, i = job.i * TILE, c = t * TILE, k, bk, r, q, tile = TILE
+    cdef int h = _edge(n, i), w = _edge(job.m, c)
+    dgemm(ta, &nt, &h, &w, &h, &one, job.diag, &tile, job.b + i + <size_t> c * n, &n,
+          &zero, acc, &tile)
+    k = i + TILE if job.trans else 0
+    while k < (n if job.trans else i):
+        bk = _edge(n, k)
+        if job.trans:
+            dgemm(&tr, &nt, &h, &w, &bk, &one, job.l + k + <size_t> i * n, &n,
+                  job.b + k + <size_t> c * n, &n, &one, acc, &tile)
+        else:
+            dgemm(&nt, &nt, &h, &w, &bk, &one, job.l + i + <size_t> k * n, &n,
+                  job.b + k + <size_t> c * n, &n, &one, acc, &tile)
+        k += TILE
+    for q in range(w):
+        for r in range(h):
+            job.b[i + r + <size_t> (c + q) * n] = acc[r + q * tile]
+
+
+cdef inline void trmm_lower(const double* l, int n, double* b, int m,
+                            bint trans) noexcept nogil:
+    """B <- L B (or L' B) for the lower triangular n x n `l` and the n x m `b`
+    (leading dimension n), in place.  Block row by block row, the blocks of a row
+    tasks of gpc's pool (gpc_threads(n^2 m / 2)) built of dgemm calls on tiles:
+    in the calling thread as far as OpenBLAS is concerned (it threads dtrmm from
+    about order 32), the same bits for any number of threads."""
+    cdef TrmmJob job
+    cdef double diag[TILE * TILE]
+    cdef int threads = gpc_threads(0.5 * n * n * m), nb = (n + TILE - 1) // TILE, k
+    if n == 0 or m == 0:
+        return
+    job.l = l
+    job.b = b
+    job.n = n
+    job.m = m
+    job.trans = trans
+    job.diag = diag
+    for k in range(nb):
+        job.i = k if trans else nb - 1 - k
+        _lower_tile_copy(l, n, job.i * TILE, diag)
+        gpc_pool_run(threads, _trmm_task, &job, (m + TILE - 1) // TILE)
+
+
+cdef struct SyrkJob:
+    # syrk_lower_tiled: C (lower) += alpha A' A, one task per block of C.
+    const double* a # the k x n matrix A (leading dimension lda)
+    int lda
+    int n
+    int k
+    double alpha
+    double* c       # the n x n C (leading dimension n)
+
+
+cdef inline void _syrk_task(void* ctx, int t) noexcept nogil:
+    """Block (i, j), i >= j, numbered down the block columns, of C += alpha A'A:
+    sum over TILE-row steps of A of dgemm (dsyrk on the diagonal blocks)."""
+    cdef SyrkJob* job = <SyrkJob*> ctx
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef char lo = b'L'
+    cdef double one = 1.0
+    cdef int rows = (job.n + TILE - 1) // TILE, j = 0, i, kk = 0, bk, h, w
+    while t >= rows - j:
+        t -= rows - j
+        j += 1
+    i = (j + t) * TILE
+    j *= TILE
+    h = _edge(job.n, i)
+    w = _edge(job.n, j)
+    while kk < job.k:
+        bk = _edge(job.k, kk)
+        if i == j:
+            dsyrk(&lo, &tr, &h, &bk, &job.alpha, job.a + kk + <size_t> i * job.lda,
+                  &job.lda, &one, job.c + i + <size_t> i * job.n, &job.n)
+        else:
+            dgemm(&tr, &nt, &h, &w, &bk, &job.alpha, job.a + kk + <size_t> i * job.lda,
+                  &job.lda, job.a + kk + <size_t> j * job.lda, &job.lda, &one,
+                  job.c + i + <size_t> j * job.n, &job.n)
+        kk += TILE
+
+
+cdef inline void syrk_lower(const double* a, int k, int lda, int n, double alpha,
+                            double* c) noexcept nogil:
+    """C <- C + alpha A'A on the lower triangle of the n x n `c`, A the k x n `a`
+    (leading dimension lda), each block of C a task of gpc's pool
+    (gpc_threads(n^2 k / 2)) built of dsyrk and dgemm calls on tiles: in the
+    calling thread as far as OpenBLAS is concerned, the same bits for any number
+    of threads."""
+    cdef SyrkJob job
+    cdef int rows = (n + TILE - 1) // TILE
+    if n == 0 or k == 0:
+        return
+    job.a = a
+    job.lda = lda
+    job.n = n
+    job.k = k
+    job.alpha = alpha
+    job.c = c
+    gpc_pool_run(gpc_threads(0.5 * n * n * k), _syrk_task, &job,
+                 rows * (rows + 1) // 2)
+
+
+cdef struct SymmJob:
+    # symm_lower: C <- alpha A B + beta C, one task per block of C.
+    const double* a # the n x n symmetric A, lower triangle
+    const double* b # the n x m B (leading dimension ldb)
+    double* c       # the n x m C (leading dimension ldc)
+    int n
+    int m
+    int ldb
+    int ldc
+    double alpha
+    double beta
+
+
+cdef inline void _symm_task(void* ctx, int t) noexcept nogil:
+    """Block (i, q) of C, numbered down the block columns: sum_k A_ik B_kq, A_ik
+    read from the lower triangle (A_ki' above it, the diagonal block mirrored into
+    a scratch tile)."""
+    cdef SymmJob* job = <SymmJob*> ctx
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef double one = 1.0
+    cdef double full[TILE * TILE]
+    cdef int n = job.n, rows = (n + TILE - 1) // TILE, tile = TILE, r, c
+    cdef int i = (t % rows) * TILE, q = (t // rows) * TILE, k = 0, bk
+    cdef int h = _edge(n, i), w = _edge(job.m, q)
+    cdef double beta = job.beta
+    cdef double* out = job.c + i + <size_t> q * job.ldc
+    while k < n:
+        bk = _edge(n, k)
+        if k < i:
+            dgemm(&nt, &nt, &h, &w, &bk, &job.alpha, job.a + i + <size_t> k * n, &n,
+                  job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out, &job.ldc)
+        elif k > i:
+            dgemm(&tr, &nt, &h, &w, &bk, &job.alpha, job.a + k + <size_t> i * n, &n,
+                  job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out, &job.ldc)
+        else:
+            for c in range(h):
+                for r in range(h):
+                    full[r + c * tile] = job.a[i + r + <size_t> (i + c) * n] if r >= c \
+                        else job.a[i + c + <size_t> (i + r) * n]
+            dgemm(&nt, &nt, &h, &w, &h, &job.alpha, full, &tile,
+                  job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out, &job.ldc)
+        beta = 1.0
+        k += TILE
+
+
+cdef inline void symm_lower(const double* a, int n, const double* b, int ldb, int m,
+                            double alpha, double beta, double* c,
+                            int ldc) noexcept nogil:
+    """C <- alpha A B + beta C for the symmetric n x n `a` (lower triangle read),
+    the n x m `b` and `c`, each block of C a task of gpc's pool
+    (gpc_threads(n^2 m)) built of dgemm calls on tiles: in the calling thread as
+    far as OpenBLAS is concerned (it threads dsymm from about order 64), the same
+    bits for any number of threads."""
+    cdef SymmJob job
+    cdef int rows = (n + TILE - 1) // TILE
+    if n == 0 or m == 0:
+        return
+    job.a = a
+    job.b = b
+    job.c = c
+    job.n = n
+    job.m = m
+    job.ldb = ldb
+    job.ldc = ldc
+    job.alpha = alpha
+    job.beta = beta
+    gpc_pool_run(gpc_threads(<double> n * n * m), _symm_task, &job,
+                 rows * ((m + TILE - 1) // TILE))
+
+
 cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
-    """Overwrite the lower triangular n x n `a` with its inverse (LAPACK's trtri,
-    double or single precision); returns LAPACK info.  Unblocked up to
-    UNBLOCKED_MAX."""
+    """Overwrite the lower triangular n x n `a` with its inverse; returns LAPACK
+    info.  Unblocked up to UNBLOCKED_MAX, tiled above (tri_inverse_tiled)."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int info = 0
+    if n > UNBLOCKED_MAX:
+        return tri_inverse_tiled(a, n, gpc_threads(<double> n * n * n / 6.0))
     if floating is double:
-        if n <= UNBLOCKED_MAX:
-            dtrti2(&uplo, &diag, &n, a, &n, &info)
-        else:
-            dtrtri(&uplo, &diag, &n, a, &n, &info)
+        dtrti2(&uplo, &diag, &n, a, &n, &info)
     else:
-        if n <= UNBLOCKED_MAX:
-            strti2(&uplo, &diag, &n, a, &n, &info)
-        else:
-            strtri(&uplo, &diag, &n, a, &n, &info)
+        strti2(&uplo, &diag, &n, a, &n, &info)
     return info
 
 
 cdef inline int lower_gram(floating* a, int n) noexcept nogil:
     """Overwrite the lower triangle of the lower triangular `a` = M with that of
-    M^T M (LAPACK's lauum, double or single precision); returns LAPACK info.
-    Unblocked up to UNBLOCKED_MAX."""
+    M^T M; returns LAPACK info (0).  Unblocked up to UNBLOCKED_MAX (LAPACK's
+    lauu2), tiled above (lower_gram_tiled)."""
     cdef char uplo = b'L'
     cdef int info = 0
+    if n > UNBLOCKED_MAX:
+        lower_gram_tiled(a, n, gpc_threads(<double> n * n * n / 6.0))
+        return 0
     if floating is double:
-        if n <= UNBLOCKED_MAX:
-            dlauu2(&uplo, &n, a, &n, &info)
-        else:
-            dlauum(&uplo, &n, a, &n, &info)
+        dlauu2(&uplo, &n, a, &n, &info)
     else:
-        if n <= UNBLOCKED_MAX:
-            slauu2(&uplo, &n, a, &n, &info)
-        else:
-            slauum(&uplo, &n, a, &n, &info)
+        slauu2(&uplo, &n, a, &n, &info)
     return info
+
+
+cdef inline void _trmv_tile(const double* a, int n, int j, int w, double* x,
+                            bint transpose) noexcept nogil:
+    """x[j:j+w] <- T x[j:j+w] (or T' x[j:j+w]) for the lower triangular diagonal
+    block T at j of width w, in the calling thread."""
+    cdef int i, c
+    cdef double s
+    cdef const double* col
+    if transpose:
+        for c in range(j, j + w):            # x_c = sum_{c <= i < j+w} a_ic x_i
+            col = a + <size_t> c * n
+            s = col[c] * x[c]
+            for i in range(c + 1, j + w):
+                s += col[i] * x[i]
+            x[c] = s
+    else:
+        for c in range(j + w - 1, j - 1, -1):   # x_i += a_ic x_c for i > c, then x_c
+            col = a + <size_t> c * n
+            s = x[c]
+            for i in range(c + 1, j + w):
+                x[i] += col[i] * s
+            x[c] = col[c] * s
+
+
+cdef enum:
+    # Rows of the panels of dgemv calls in trmv_lower and symv_lower: OpenBLAS
+    # runs a dgemv of at most 2048 x 64 entries in the calling thread (it threads
+    # from about 1024 x 1024).
+    GEMV_ROWS = 2048
+
+
+cdef inline void _panel_gemv(bint transpose, int m, int w, double alpha,
+                             const double* a, int n, const double* x,
+                             double* y) noexcept nogil:
+    """y += alpha P x (P' x when transposed) for the m x w panel P at `a`
+    (leading dimension n), in row chunks of at most GEMV_ROWS."""
+    cdef char tr = b'T' if transpose else b'N'
+    cdef int r = 0, h, one = 1
+    cdef double pone = 1.0
+    while r < m:
+        h = GEMV_ROWS if m - r > GEMV_ROWS else m - r
+        if transpose:
+            dgemv(&tr, &h, &w, &alpha, <double*> a + r, &n, <double*> x + r, &one,
+                  &pone, y, &one)
+        else:
+            dgemv(&tr, &h, &w, &alpha, <double*> a + r, &n, <double*> x, &one,
+                  &pone, y + r, &one)
+        r += GEMV_ROWS
 
 
 cdef inline void trmv_lower(const double* a, int n, double* x,
                             bint transpose) noexcept nogil:
-    """x <- A x (or A' x) for the lower triangular n x n `a`, in place.  In the
-    calling thread up to UNBLOCKED_MAX (OpenBLAS threads dtrmv from about 32):
-    column updates from the last column, or dot products from the first."""
-    cdef char uplo = b'L'
-    cdef char trans = b'T' if transpose else b'N'
-    cdef char diag = b'N'
-    cdef int i, j, one = 1
-    cdef double s
-    cdef const double* col
-    if n > UNBLOCKED_MAX:
-        dtrmv(&uplo, &trans, &diag, &n, <double*> a, &n, x, &one)
-    elif transpose:
-        for j in range(n):                   # x_j = sum_{i >= j} a_ij x_i
-            col = a + <size_t> j * n
-            s = col[j] * x[j]
-            for i in range(j + 1, n):
-                s += col[i] * x[i]
-            x[j] = s
+    """x <- A x (or A' x) for the lower triangular n x n `a`, in place, in the
+    calling thread (OpenBLAS threads dtrmv from about 32): TILE-wide block
+    columns, the diagonal blocks by loops, the panels below them by dgemv."""
+    cdef int j, w, m
+    if transpose:
+        j = 0
+        while j < n:                         # x_j <- T_jj' x_j + P_j' x_below
+            w = _edge(n, j)
+            _trmv_tile(a, n, j, w, x, True)
+            m = n - j - w
+            if m > 0:
+                _panel_gemv(True, m, w, 1.0, a + j + w + <size_t> j * n, n,
+                            x + j + w, x + j)
+            j += TILE
     else:
-        for j in range(n - 1, -1, -1):       # x_i += a_ij x_j for i > j, then x_j
-            col = a + <size_t> j * n
-            s = x[j]
-            for i in range(j + 1, n):
-                x[i] += col[i] * s
-            x[j] = col[j] * s
+        j = ((n - 1) // TILE) * TILE
+        while j >= 0:                        # x_below += P_j x_j, then x_j <- T_jj x_j
+            w = _edge(n, j)
+            m = n - j - w
+            if m > 0:
+                _panel_gemv(False, m, w, 1.0, a + j + w + <size_t> j * n, n,
+                            x + j, x + j + w)
+            _trmv_tile(a, n, j, w, x, False)
+            j -= TILE
 
 
 cdef inline int chol_inverse_lower(double* a, int n) noexcept nogil:
@@ -317,10 +750,28 @@ cdef inline int chol_solve_lower(const double* l, int n, double* b, int nrhs) no
 
 cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
                             double alpha, double beta) noexcept nogil:
-    """y <- alpha A x + beta y for symmetric A stored in the lower triangle."""
+    """y <- alpha A x + beta y for symmetric A stored in the lower triangle, in the
+    calling thread (OpenBLAS threads dsymv from about 256): TILE-wide block
+    columns, dsymv on the diagonal blocks, dgemv both ways on the panels below."""
     cdef char uplo = b'L'
-    cdef int one = 1
-    dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
+    cdef int i, j = 0, w, m, one = 1
+    cdef double pone = 1.0
+    if n <= TILE:
+        dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
+        return
+    for i in range(n):
+        y[i] = 0.0 if beta == 0.0 else beta * y[i]
+    while j < n:
+        w = _edge(n, j)
+        dsymv(&uplo, &w, &alpha, <double*> a + j + <size_t> j * n, &n,
+              <double*> x + j, &one, &pone, y + j, &one)
+        m = n - j - w
+        if m > 0:
+            _panel_gemv(False, m, w, alpha, a + j + w + <size_t> j * n, n, x + j,
+                        y + j + w)
+            _panel_gemv(True, m, w, alpha, a + j + w + <size_t> j * n, n, x + j + w,
+                        y + j)
+        j += TILE
 
 
 cdef inline void syr_lower(int n, double alpha, const double* x, double* a) noexcept nogil:

@@ -7,8 +7,9 @@ from libc.math cimport fabs
 
 from cython cimport floating
 
-from _blas cimport (Tiles, chol_lower, chol_lower_tiled, chol_lower_tiled_on,
-                   sync_threads, tiles_next, tiles_start)
+from _blas cimport (Tiles, chol_lower, chol_lower_tiled_on, gpc_threads,
+                   lower_gram_tiled, symv_lower, sync_threads, tiles_next, tiles_start,
+                   tri_inverse_tiled, trmv_lower)
 
 import numpy as np
 
@@ -162,19 +163,52 @@ def factorises(K, double jitter, double[::1, :] work=None):
     return info == 0
 
 
-def _tiled_cholesky(floating[::1, :] A, int threads=0):
-    """Test hook, not API: :func:`_blas.chol_lower_tiled` on A in place (its lower
-    triangle), float64 or float32; on ``threads`` threads when positive, else as
-    gpc chooses.  Returns LAPACK's info."""
-    cdef int info, n = A.shape[0]
+def _tiled(str op, floating[::1, :] A, int threads=0):
+    """Test hook, not API: a tiled routine of ``_blas`` on A in place, on
+    ``threads`` threads when positive, else as gpc chooses (float64 or float32):
+    ``"cholesky"``, ``"inverse"`` (of the lower triangle) or ``"gram"`` (the
+    lower triangle of M'M for the lower triangle M).  Returns LAPACK's info."""
+    cdef int info = 0, n = A.shape[0]
+    cdef int code = ("cholesky", "inverse", "gram").index(op) if op in (
+        "cholesky", "inverse", "gram") else -1
     if A.shape[1] != n:
         raise ValueError("A must be square")
+    if code < 0:
+        raise ValueError(f"unknown op {op!r}")
     if n == 0:
         return 0
     sync_threads(n)
+    if threads <= 0:
+        threads = gpc_threads(<double> n * n * n / (3.0 if code == 0 else 6.0))
     with nogil:
-        if threads > 0:
+        if code == 0:
             info = chol_lower_tiled_on(&A[0, 0], n, threads)
+        elif code == 1:
+            info = tri_inverse_tiled(&A[0, 0], n, threads)
         else:
-            info = chol_lower_tiled(&A[0, 0], n)
+            lower_gram_tiled(&A[0, 0], n, threads)
     return info
+
+
+def _blas2(str op, const double[::1, :] A, double[::1] x):
+    """Test hook, not API: ``"symv"`` (A x from A's lower triangle), ``"trmv"``
+    (L x) or ``"trmv_t"`` (L' x), L the lower triangle of A; returns the result
+    (x is not modified)."""
+    cdef int n = A.shape[0]
+    cdef double[::1] y = np.zeros(n)
+    if A.shape[1] != n or x.shape[0] != n:
+        raise ValueError("inconsistent shapes")
+    if n == 0:
+        return np.asarray(y)
+    cdef bint symv = op == "symv"
+    with nogil:
+        if symv:
+            symv_lower(&A[0, 0], n, &x[0], &y[0], 1.0, 0.0)
+    cdef bint transpose = op == "trmv_t"
+    if op in ("trmv", "trmv_t"):
+        y[:] = x
+        with nogil:
+            trmv_lower(&A[0, 0], n, &y[0], transpose)
+    elif op != "symv":
+        raise ValueError(f"unknown op {op!r}")
+    return np.asarray(y)

@@ -17,9 +17,8 @@
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport dsymm, dsyrk
 
-from _blas cimport Tiles, tiles_next, tiles_start
+from _blas cimport Tiles, symm_lower, sync_threads, syrk_lower, tiles_next, tiles_start
 
 
 cdef extern from "_vexp.h" nogil:
@@ -66,9 +65,7 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
     cdef int n = Z.shape[0], d = Z.shape[1]
     cdef int i, j, k, i0
     cdef Tiles t
-    cdef double v, zero = 0.0, one = 1.0
-    cdef char lo = b'L'
-    cdef char tr = b'T'
+    cdef double v
     cdef bint direct = d <= PAIRS_MAX_D
     cdef double* col
     out = np.empty((n, n), order="F")
@@ -79,6 +76,8 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
     # the coordinates column by column for the direct path (d > 0 only: no element)
     cdef double[::1, :] Zf = np.asfortranarray(
         Z if direct and d > 0 else np.zeros((1, 1)))
+    if not direct:
+        sync_threads(n)
     with nogil:
         if not direct:
             for i in range(n):
@@ -87,7 +86,10 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
                     v = v + Z[i, k] * Z[i, k]
                 h[i] = 0.5 * v
             # Z (C order, n x d) is the Fortran d x n matrix Z'; K = (Z')' Z' = Z Z'.
-            dsyrk(&lo, &tr, &n, &d, &one, <double*> &Z[0, 0], &d, &zero, &K[0, 0], &n)
+            for j in range(n):
+                for i in range(j, n):
+                    K[i, j] = 0.0
+            syrk_lower(&Z[0, 0], d, d, n, 1.0, &K[0, 0])
         tiles_start(&t, n, 64)
         while tiles_next(&t):
             for j in range(t.j0, t.j1):
@@ -144,9 +146,7 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
     cdef int n = W.shape[0], d = Z.shape[1]
     cdef int i, j, k
     cdef Tiles t
-    cdef double m, total = 0.0, acc, zik, one = 1.0, zero = 0.0
-    cdef char left = b'L'
-    cdef char lo = b'L'
+    cdef double m, total = 0.0, acc, zik
     cdef bint weighted = K is not None
     cdef double[::1, :] Kv = W
     cdef double[::1, :] M = W
@@ -170,6 +170,7 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
     cdef double[::1] gv = g
     cdef double[::1, :] Zf = np.asfortranarray(Z)
     cdef double[::1, :] MZ = np.empty((n, d), order="F")
+    sync_threads(n)
     with nogil:
         tiles_start(&t, n, 64)
         while tiles_next(&t):
@@ -187,8 +188,7 @@ def weighted_sqdist_sum(double[::1, :] W, const double[:, ::1] Z, K=None):
         for j in range(n):
             M[j, j] = 0.0
         if d > 0:
-            dsymm(&left, &lo, &n, &d, &one, &M[0, 0], &n, &Zf[0, 0], &n, &zero,
-                  &MZ[0, 0], &n)
+            symm_lower(&M[0, 0], n, &Zf[0, 0], n, d, 1.0, 0.0, &MZ[0, 0], n)
         for k in range(d):
             acc = 0.0
             for i in range(n):

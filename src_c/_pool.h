@@ -232,6 +232,15 @@ static __thread int gpc_thread_cap = 0;
 
 static void gpc_set_thread_cap(int cap) { gpc_thread_cap = cap; }
 
+/* *p <- v if *p is 0 or greater than v (the first failure among tasks). */
+static void gpc_atomic_min(int *p, int v) {
+    int old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while ((old == 0 || old > v)
+           && !__atomic_compare_exchange_n(p, &old, v, 0, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED))
+        ;
+}
+
 static double gpc_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -39,11 +39,11 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport (ddot, dtrmm, dsyrk, dsymm, dtrsm,
+from scipy.linalg.cython_blas cimport (ddot, dsyrk, dsymm, dtrsm,
                                       dgemv, ssymv, ssyrk)
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
-                   scale_site_inverse, symv_lower, syr_lower, sync_threads,
-                   tri_inverse_lower, trmv_lower)
+                   scale_site_inverse, symv_lower, syr_lower, syrk_lower, sync_threads,
+                   tri_inverse_lower, trmm_lower, trmv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
 from _site_rules cimport (Model, RULE_EP, RULE_PL, _log_evidence, _model_init,
@@ -226,8 +226,8 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
         for i in range(n):
             ng.G[i + c * n] = _ksym(K, i, ng.idx[c], n)
             P[i + c * n] = S[i] * ng.G[i + c * n]
-    dtrmm(&side, &lo, &notr, &notr, &n, &m, &one, <double*> Linv, &n, P, &n)
-    dtrmm(&side, &lo, &tr, &notr, &n, &m, &one, <double*> Linv, &n, P, &n)
+    trmm_lower(Linv, n, P, m, False)
+    trmm_lower(Linv, n, P, m, True)
     for c in range(m):
         for i in range(n):
             P[i + c * n] *= S[i]
@@ -418,11 +418,6 @@ cdef void _marginal_variances(const double* K, const double* L,
     is computed nb columns at a time with one triangular matrix product (level-3
     BLAS) per block, or one matrix-vector product per column for fewer than
     SMALL_SITES_TRMM of them."""
-    cdef char side = b'L'
-    cdef char uplo = b'L'
-    cdef char trans = b'N'
-    cdef char diag = b'N'
-    cdef double one = 1.0
     cdef int i, j, k, m = 0, start, cnt, c, one_i = 1
     cdef double binv, q, s, si, u, row, yi
     if _no_positive_site(S, n):
@@ -463,8 +458,7 @@ cdef void _marginal_variances(const double* K, const double* L,
                 # column i of symmetric K from its lower triangle
                 block[k + c * n] = S[k] * _ksym(K, k, i, n)
         if cnt >= SMALL_SITES_TRMM:
-            dtrmm(&side, &uplo, &trans, &diag, &n, &cnt, &one, <double*> Linv, &n, block,
-                  &n)
+            trmm_lower(Linv, n, block, cnt, False)
         else:
             # dtrmm packs all of L^{-1} whatever the block's width: for a few
             # columns, matrix-vector products are cheaper.
@@ -484,12 +478,6 @@ cdef void _marginal_variances(const double* K, const double* L,
 cdef int _full_sigma(const double* K, const double* Linv, const double* S, double* Sigma,
                      double* V, int n) noexcept nogil:
     """Sigma = K - V'V with V = L^{-1} S K (lower triangle of Sigma)."""
-    cdef char side = b'L'
-    cdef char uplo = b'L'
-    cdef char trans = b'N'
-    cdef char transT = b'T'
-    cdef char diag = b'N'
-    cdef double one = 1.0, minus = -1.0
     cdef int i, j
     if _no_positive_site(S, n):
         for j in range(n):                   # S = 0: Sigma = K
@@ -499,11 +487,11 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
     for j in range(n):
         for i in range(n):
             V[i + j * n] = S[i] * _ksym(K, i, j, n)
-    dtrmm(&side, &uplo, &trans, &diag, &n, &n, &one, <double*> Linv, &n, V, &n)
+    trmm_lower(Linv, n, V, n, False)
     for j in range(n):
         for i in range(j, n):
             Sigma[i + j * n] = K[i + j * n]
-    dsyrk(&uplo, &transT, &n, &n, &minus, V, &n, &one, Sigma, &n)
+    syrk_lower(V, n, n, n, -1.0, Sigma)
     return 0
 
 

@@ -6,9 +6,8 @@
 #
 # Storage: n x n Fortran buffers with leading dimension n, LOWER triangles.
 
-from scipy.linalg.cython_blas cimport dsymv
-from _blas cimport (chol_lower, lower_gram, sync_threads, tri_inverse_lower,
-                   trmv_lower)
+from _blas cimport (chol_lower, lower_gram, symv_lower, sync_threads,
+                   tri_inverse_lower, trmv_lower)
 
 
 def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
@@ -17,9 +16,8 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
     """Factorise B, form L^{-1}, the mean, the variances and alpha in the given
     buffers (``work``: n).  Returns the LAPACK info of the Cholesky (or, when it
     succeeded, of the inversion; 0 on success)."""
-    cdef int n = K.shape[0], i, j, info = 0, one = 1
-    cdef char lo = b'L'
-    cdef double s, d, a1 = 1.0, a0 = 0.0
+    cdef int n = K.shape[0], i, j, info = 0
+    cdef double s, d
     if not (K.shape[1] == n and L.shape[0] == n and L.shape[1] == n
             and Linv.shape[0] == n and Linv.shape[1] == n and sW.shape[0] == n
             and b.shape[0] == n and mean.shape[0] == n and var.shape[0] == n
@@ -49,16 +47,14 @@ def gaussian(const double[::1, :] K, const double[::1] sW, const double[::1] b,
                 if var[j] < 0.0:
                     var[j] = 0.0
             # alpha = b - sW L^{-T} L^{-1} sW K b
-            dsymv(&lo, &n, &a1, <double*> &K[0, 0], &n, <double*> &b[0], &one, &a0,
-                  &work[0], &one)
+            symv_lower(&K[0, 0], n, &b[0], &work[0], 1.0, 0.0)
             for i in range(n):
                 work[i] = work[i] * sW[i]
             trmv_lower(&Linv[0, 0], n, &work[0], False)
             trmv_lower(&Linv[0, 0], n, &work[0], True)
             for i in range(n):
                 alpha[i] = b[i] - sW[i] * work[i]
-            dsymv(&lo, &n, &a1, <double*> &K[0, 0], &n, &alpha[0], &one, &a0,
-                  &mean[0], &one)
+            symv_lower(&K[0, 0], n, &alpha[0], &mean[0], 1.0, 0.0)
     return info
 
 
@@ -70,6 +66,7 @@ def b_inverse(const double[::1, :] Linv, double[::1, :] Binv):
         raise ValueError("b_inverse: inconsistent sizes")
     if n == 0:
         return 0
+    sync_threads(n)
     with nogil:
         for j in range(n):
             for i in range(j, n):

@@ -474,7 +474,7 @@ def test_tiled_cholesky_is_lapacks_on_any_number_of_threads(dtype, atol):
         factors = []
         for threads in (1, 2, 3, 0):                 # 0: as gpc chooses
             B = A.copy(order="F")
-            assert _checks._tiled_cholesky(B, threads) == 0
+            assert _checks._tiled("cholesky", B, threads) == 0
             factors.append(B)
         np.testing.assert_allclose(np.tril(factors[0]),
                                    np.linalg.cholesky(A.astype(np.float64)),
@@ -484,14 +484,61 @@ def test_tiled_cholesky_is_lapacks_on_any_number_of_threads(dtype, atol):
             assert np.array_equal(B, factors[0])
     for threads in (1, 2):                           # LAPACK's info on failure
         A = np.asfortranarray(np.diag([1.0, 2.0, -1.0] + [3.0] * 200))
-        assert _checks._tiled_cholesky(A, threads) == lapack.dpotrf(A)[1] == 3
+        assert _checks._tiled("cholesky", A, threads) == lapack.dpotrf(A)[1] == 3
         A = _spd(300)
         A[200, 200] = -1.0
-        assert _checks._tiled_cholesky(A, threads) == lapack.dpotrf(A)[1]
+        assert _checks._tiled("cholesky", A, threads) == lapack.dpotrf(A)[1]
+
+
+def test_tiled_inverse_and_gram_are_lapacks_on_any_number_of_threads():
+    # The triangular inverse and L'L behind B^{-1} above order 128, tiled like
+    # the Cholesky factorisation: LAPACK's answers, the same bits on any number
+    # of threads, LAPACK's info for a singular triangle.
+    from scipy.linalg import lapack
+
+    from gpc import _checks
+
+    for n in (1, 63, 64, 65, 130, 300, 700):
+        A = _spd(n, seed=1)
+        L = np.asfortranarray(np.linalg.cholesky(A))
+        L += np.triu(np.full((n, n), 7.0), 1)      # the upper triangle is not read
+        for op, ref in (("inverse", lapack.dtrtri(np.tril(L), lower=1)[0]),
+                        ("gram", np.tril(np.tril(L).T @ np.tril(L)))):
+            outs = []
+            for threads in (1, 2, 3, 0):
+                B = L.copy(order="F")
+                assert _checks._tiled(op, B, threads) == 0
+                outs.append(B)
+            scale = np.abs(ref).max()
+            np.testing.assert_allclose(np.tril(outs[0]), ref, rtol=0, atol=1e-13 * scale)
+            assert np.array_equal(np.triu(outs[0], 1), np.triu(L, 1))
+            for B in outs[1:]:
+                assert np.array_equal(B, outs[0])
+    for threads in (1, 2):
+        L = np.asfortranarray(np.tril(_spd(300)))
+        L[150, 150] = 0.0
+        assert _checks._tiled("inverse", L.copy(order="F"), threads) == \
+            lapack.dtrtri(L, lower=1)[1] == 151
+
+
+def test_panel_products_are_blas():
+    # symv and trmv above order 64: dsymv on the diagonal blocks and dgemv on
+    # the panels below them, in row chunks small enough for the calling thread.
+    from gpc import _checks
+
+    rng = np.random.RandomState(3)
+    for n in (1, 64, 65, 130, 2100, 4500):
+        A = np.asfortranarray(rng.randn(n, n))
+        x = rng.randn(n)
+        S = np.tril(A) + np.tril(A, -1).T
+        for op, ref in (("symv", S @ x), ("trmv", np.tril(A) @ x),
+                        ("trmv_t", np.tril(A).T @ x)):
+            np.testing.assert_allclose(_checks._blas2(op, A, x), ref, rtol=0,
+                                       atol=1e-12 * np.sqrt(n) * np.abs(ref).max())
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
-def test_tiled_cholesky_on_one_thread_wakes_no_other():
+def test_tiled_routines_on_one_thread_wake_no_other():
     # What gpc runs on a busy machine: neither OpenBLAS's workers nor its own.
     from scipy.linalg import lapack
 
@@ -501,9 +548,15 @@ def test_tiled_cholesky_on_one_thread_wakes_no_other():
     L = np.asfortranarray(np.linalg.cholesky(A))
     if _ticks_during(lambda: lapack.dpotri(L, lower=1)) == 0:
         pytest.skip("BLAS runs one thread here: no workers to wake")
-    assert _ticks_during(lambda: _checks._tiled_cholesky(A.copy(order="F"), 1)) == 0
-    with gpc.thread_limit(1):
-        assert _ticks_during(lambda: _checks._tiled_cholesky(A.copy(order="F"))) == 0
+    for op in ("cholesky", "inverse", "gram"):
+        B = A if op == "cholesky" else L
+        assert _ticks_during(lambda: _checks._tiled(op, B.copy(order="F"), 1)) == 0
+        with gpc.thread_limit(1):
+            assert _ticks_during(lambda: _checks._tiled(op, B.copy(order="F"))) == 0
+    x = np.ones(3000)
+    big = np.asfortranarray(np.eye(3000))
+    for op in ("symv", "trmv", "trmv_t"):
+        assert _ticks_during(lambda: _checks._blas2(op, big, x)) == 0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -514,12 +567,12 @@ def test_tiled_cholesky_runs_in_a_child_forked_after_it_ran():
 
     A = _spd(400)
     parent = A.copy(order="F")
-    _checks._tiled_cholesky(parent, 2)
+    _checks._tiled("cholesky", parent, 2)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                      # the child
         child = A.copy(order="F")
-        ok = _checks._tiled_cholesky(child, 2) == 0 and np.array_equal(child, parent)
+        ok = _checks._tiled("cholesky", child, 2) == 0 and np.array_equal(child, parent)
         os.write(w, b"1" if ok else b"0")
         os._exit(0)
     os.close(w)
