@@ -1,14 +1,15 @@
 """How many threads gpc's large factorisations use: :func:`thread_limit`.
 
-gpc's tiled factorisations (Cholesky factors of orders above 128) share their tiles
-out to worker threads of gpc's own (``src_c/_pool.h``).  Each computation decides
-its number of threads when it starts: at most the calling thread's cap, and no more
-than the cores other processes leave free (Linux: measured from ``/proc/stat`` over
-the last tenth of a second or more).  The cap is the smallest of the limit set with
-:func:`thread_limit` in the calling thread and the thread counts of the process's
-BLAS libraries (so ``threadpoolctl.threadpool_limits`` and the ``OPENBLAS_NUM_THREADS``
-or ``OMP_NUM_THREADS`` variables limit gpc's threads as they limit BLAS).  The
-results are the same bits for any number of threads.
+Above order 128, each factorisation, inverse or product that OpenBLAS would share
+out to its threads is planned when it starts (``gpc_plan`` in ``src_c/_pool.h``).
+When every thread OpenBLAS would use has a core that other processes leave free
+(Linux: measured from ``/proc/stat`` over the last tenth of a second or more) and
+the calling thread's :func:`thread_limit` allows them, gpc calls LAPACK or BLAS:
+idle, their blocked routines are the fastest.  Otherwise it runs its own tiled
+version: BLAS calls on tiles small enough for OpenBLAS to run them in the calling
+thread, shared out to gpc's own threads, as many as the free cores and the limit
+allow (one on a fully busy machine).  A tiled result is the same bits on any
+number of threads; it can differ from LAPACK's in the last bits.
 """
 
 import numbers
@@ -35,28 +36,25 @@ def _blas_threads():
     return min(counts) if counts else 0
 
 
-def cap():
-    """The calling thread's cap on gpc's threads: its :func:`thread_limit` and the
-    BLAS libraries' thread counts, the smaller; 0 when neither is known."""
-    limit = getattr(_local, "limit", None)
-    blas = _blas_threads()
-    if limit is None:
-        return blas
-    return min(limit, blas) if blas else limit
+def limits():
+    """(the calling thread's :func:`thread_limit`, the BLAS thread count), each
+    0 when not set or unknown: what the compiled routines plan with."""
+    return getattr(_local, "limit", None) or 0, _blas_threads()
 
 
 @contextmanager
 def thread_limit(n_threads):
     """Limit the threads of gpc's computations in the calling thread.
 
-    gpc chooses for each large factorisation (orders above 128) how many threads
-    it runs on: at most the number of cores that other processes leave free, and
-    at most the thread count of the process's BLAS libraries (which
-    ``threadpoolctl.threadpool_limits`` and the ``OMP_NUM_THREADS`` or
-    ``OPENBLAS_NUM_THREADS`` variables set).  Inside this context the computations
-    started by the calling thread use at most ``n_threads``; other threads of the
-    process are not affected.  Results do not depend on the number of threads:
-    every tile is computed by the same calls on whichever thread runs it.
+    gpc plans each large factorisation, inverse or product (orders above 128)
+    when it starts: LAPACK's own threaded routine when its threads have cores
+    that other processes leave free, otherwise gpc's tiled version on the free
+    cores, whose BLAS calls never wake OpenBLAS's threads.  Inside this
+    context the computations started by the calling thread use at most
+    ``n_threads`` threads (LAPACK only if its thread count is within it); other
+    threads of the process are not affected.  The process-wide BLAS thread
+    count (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS`` or
+    ``OPENBLAS_NUM_THREADS``) limits gpc's threads too.
 
     Parameters
     ----------

@@ -16,10 +16,11 @@
 # The other blocked routines still use OpenBLAS's threads.
 from cython cimport floating
 from libc.stdlib cimport free, malloc
-from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymv, dsyrk, sgemm, ssyrk
-from scipy.linalg.cython_lapack cimport (dlauu2, dpotf2, dpotrf, dpotrs, dtrti2,
-                                         dtrtri, slauu2, spotf2, spotrf, strti2,
-                                         strtri)
+from scipy.linalg.cython_blas cimport (dgemm, dgemv, dsymm, dsymv, dsyrk, dtrmm,
+                                      dtrmv, dtrsm, sgemm, sgemv, ssymv, ssyrk)
+from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
+                                         dtrti2, dtrtri, slauu2, slauum, spotf2,
+                                         spotrf, strti2, strtri)
 
 
 cdef enum:
@@ -33,17 +34,19 @@ cdef extern from "_pool.h" nogil:
     ctypedef void (*gpc_task_fn)(void* ctx, int task) noexcept nogil
     void gpc_pool_run(int nthreads, gpc_task_fn fn, void* ctx, int ntasks)
     int gpc_threads(double work)
-    void gpc_set_thread_cap(int cap)
+    int gpc_plan(double work)
+    void gpc_set_threads(int cap, int blas)
     void gpc_atomic_min(int* p, int v)
 
 
 cdef inline int sync_threads(Py_ssize_t n) except -1:
-    """Before a computation of order n, with the GIL: set the calling thread's cap
-    on gpc's threads (``gpc._threads.cap``), where threads may run (n above
-    UNBLOCKED_MAX); a few microseconds."""
+    """Before a computation of order n, with the GIL: tell gpc_plan the calling
+    thread's limit and the BLAS thread count (``gpc._threads.limits``), where
+    threads may run (n above UNBLOCKED_MAX); a few microseconds."""
     if n > UNBLOCKED_MAX:
-        from gpc._threads import cap
-        gpc_set_thread_cap(cap())
+        from gpc._threads import limits
+        cap, blas = limits()
+        gpc_set_threads(cap, blas)
     return 0
 
 
@@ -78,11 +81,11 @@ cdef inline void _tile_times_inverse(floating* a, int n, int i, int k,
     cdef floating panel[TILE * TILE]
     cdef int h = _edge(n, i), b = _edge(n, k), r, c, tile = TILE
     if floating is double:
-        dgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, inv, &tile,
-              &zero, panel, &tile)
+        dgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, <double*> inv,
+              &tile, &zero, panel, &tile)
     else:
-        sgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, inv, &tile,
-              &zero, panel, &tile)
+        sgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, <float*> inv,
+              &tile, &zero, panel, &tile)
     for c in range(b):
         for r in range(h):
             a[i + r + <size_t> (k + c) * n] = panel[r + c * tile]
@@ -220,11 +223,18 @@ cdef inline int chol_lower(floating* a, int n) noexcept nogil:
     precision); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX (OpenBLAS
     threads dpotrf from about 128)."""
     cdef char uplo = b'L'
-    cdef int info = 0
+    cdef int info = 0, threads = 0
     if n > UNBLOCKED_MAX:
-        return chol_lower_tiled(a, n)
+        threads = gpc_plan(<double> n * n * n / 3.0)
+        if threads > 0:
+            return chol_lower_tiled_on(a, n, threads)
     if floating is double:
-        dpotf2(&uplo, &n, a, &n, &info)
+        if threads == 0 and n > UNBLOCKED_MAX:
+            dpotrf(&uplo, &n, a, &n, &info)
+        else:
+            dpotf2(&uplo, &n, a, &n, &info)
+    elif threads == 0 and n > UNBLOCKED_MAX:
+        spotrf(&uplo, &n, a, &n, &info)
     else:
         spotf2(&uplo, &n, a, &n, &info)
     return info
@@ -457,10 +467,10 @@ cdef inline void _trmm_task(void* ctx, int t) noexcept nogil:
     while k < (n if job.trans else i):
         bk = _edge(n, k)
         if job.trans:
-            dgemm(&tr, &nt, &h, &w, &bk, &one, job.l + k + <size_t> i * n, &n,
+            dgemm(&tr, &nt, &h, &w, &bk, &one, <double*> job.l + k + <size_t> i * n, &n,
                   job.b + k + <size_t> c * n, &n, &one, acc, &tile)
         else:
-            dgemm(&nt, &nt, &h, &w, &bk, &one, job.l + i + <size_t> k * n, &n,
+            dgemm(&nt, &nt, &h, &w, &bk, &one, <double*> job.l + i + <size_t> k * n, &n,
                   job.b + k + <size_t> c * n, &n, &one, acc, &tile)
         k += TILE
     for q in range(w):
@@ -477,8 +487,16 @@ cdef inline void trmm_lower(const double* l, int n, double* b, int m,
     about order 32), the same bits for any number of threads."""
     cdef TrmmJob job
     cdef double diag[TILE * TILE]
-    cdef int threads = gpc_threads(0.5 * n * n * m), nb = (n + TILE - 1) // TILE, k
+    cdef int threads = gpc_plan(0.5 * n * n * m), nb = (n + TILE - 1) // TILE, k
+    cdef char side = b'L'
+    cdef char lo = b'L'
+    cdef char tr = b'T' if trans else b'N'
+    cdef char nd = b'N'
+    cdef double one = 1.0
     if n == 0 or m == 0:
+        return
+    if threads == 0:
+        dtrmm(&side, &lo, &tr, &nd, &n, &m, &one, <double*> l, &n, b, &n)
         return
     job.l = l
     job.b = b
@@ -493,62 +511,211 @@ cdef inline void trmm_lower(const double* l, int n, double* b, int m,
 
 
 cdef struct SyrkJob:
-    # syrk_lower_tiled: C (lower) += alpha A' A, one task per block of C.
-    const double* a # the k x n matrix A (leading dimension lda)
+    # syrk_lower: C (lower) += alpha A'A (or A A'), one task per block of C.
+    const void* a   # A: k x n (A'A) or n x k (A A'), leading dimension lda
     int lda
     int n
     int k
+    bint outer      # A A' instead of A'A
     double alpha
-    double* c       # the n x n C (leading dimension n)
+    void* c         # the n x n C (leading dimension n)
 
 
-cdef inline void _syrk_task(void* ctx, int t) noexcept nogil:
-    """Block (i, j), i >= j, numbered down the block columns, of C += alpha A'A:
-    sum over TILE-row steps of A of dgemm (dsyrk on the diagonal blocks)."""
-    cdef SyrkJob* job = <SyrkJob*> ctx
+cdef inline void _syrk_block(const floating* a, floating* cm, SyrkJob* job,
+                             int t) noexcept nogil:
+    """Block (i, j), i >= j, numbered down the block columns, of C += alpha A'A
+    (A A'): sum over TILE-wide steps of the inner dimension of dgemm (dsyrk on
+    the diagonal blocks)."""
     cdef char nt = b'N'
     cdef char tr = b'T'
     cdef char lo = b'L'
-    cdef double one = 1.0
+    cdef char* ta = &nt if job.outer else &tr
+    cdef char* tb = &tr if job.outer else &nt
+    cdef floating one = 1.0, alpha = job.alpha
     cdef int rows = (job.n + TILE - 1) // TILE, j = 0, i, kk = 0, bk, h, w
+    cdef int lda = job.lda, n = job.n
+    cdef const floating* ai
+    cdef const floating* aj
     while t >= rows - j:
         t -= rows - j
         j += 1
     i = (j + t) * TILE
     j *= TILE
-    h = _edge(job.n, i)
-    w = _edge(job.n, j)
+    h = _edge(n, i)
+    w = _edge(n, j)
     while kk < job.k:
         bk = _edge(job.k, kk)
-        if i == j:
-            dsyrk(&lo, &tr, &h, &bk, &job.alpha, job.a + kk + <size_t> i * job.lda,
-                  &job.lda, &one, job.c + i + <size_t> i * job.n, &job.n)
+        if job.outer:                        # rows i (j) of A, columns kk
+            ai = a + i + <size_t> kk * lda
+            aj = a + j + <size_t> kk * lda
+        else:                                # rows kk of A, columns i (j)
+            ai = a + kk + <size_t> i * lda
+            aj = a + kk + <size_t> j * lda
+        if i != j:
+            _gemm(ta, tb, h, w, bk, alpha, ai, lda, aj, lda, 1.0,
+                  cm + i + <size_t> j * n, n)
+        elif floating is double:
+            dsyrk(&lo, ta, &h, &bk, &alpha, <double*> ai, &lda, &one,
+                  cm + i + <size_t> i * n, &n)
         else:
-            dgemm(&tr, &nt, &h, &w, &bk, &job.alpha, job.a + kk + <size_t> i * job.lda,
-                  &job.lda, job.a + kk + <size_t> j * job.lda, &job.lda, &one,
-                  job.c + i + <size_t> j * job.n, &job.n)
+            ssyrk(&lo, ta, &h, &bk, &alpha, <float*> ai, &lda, &one,
+                  cm + i + <size_t> i * n, &n)
         kk += TILE
 
 
-cdef inline void syrk_lower(const double* a, int k, int lda, int n, double alpha,
-                            double* c) noexcept nogil:
-    """C <- C + alpha A'A on the lower triangle of the n x n `c`, A the k x n `a`
-    (leading dimension lda), each block of C a task of gpc's pool
-    (gpc_threads(n^2 k / 2)) built of dsyrk and dgemm calls on tiles: in the
-    calling thread as far as OpenBLAS is concerned, the same bits for any number
-    of threads."""
+cdef inline void _syrk_task_d(void* ctx, int t) noexcept nogil:
+    cdef SyrkJob* job = <SyrkJob*> ctx
+    _syrk_block(<const double*> job.a, <double*> job.c, job, t)
+
+
+cdef inline void _syrk_task_s(void* ctx, int t) noexcept nogil:
+    cdef SyrkJob* job = <SyrkJob*> ctx
+    _syrk_block(<const float*> job.a, <float*> job.c, job, t)
+
+
+cdef inline void syrk_any(bint outer, const floating* a, int k, int lda, int n,
+                          double alpha, floating* c) noexcept nogil:
+    """C <- C + alpha A'A (A the k x n `a`), or with ``outer`` C + alpha A A' (A
+    the n x k `a`), on the lower triangle of the n x n `c`, each block of C a task
+    of gpc's pool (gpc_threads(n^2 k / 2)) built of syrk and gemm calls on tiles:
+    in the calling thread as far as OpenBLAS is concerned, the same bits for any
+    number of threads."""
     cdef SyrkJob job
-    cdef int rows = (n + TILE - 1) // TILE
+    cdef int rows = (n + TILE - 1) // TILE, threads = gpc_plan(0.5 * n * n * k)
+    cdef char lo = b'L'
+    cdef char tr = b'N' if outer else b'T'
+    cdef floating one = 1.0, fa = alpha
     if n == 0 or k == 0:
+        return
+    if threads == 0:
+        if floating is double:
+            dsyrk(&lo, &tr, &n, &k, &fa, <double*> a, &lda, &one, c, &n)
+        else:
+            ssyrk(&lo, &tr, &n, &k, &fa, <float*> a, &lda, &one, c, &n)
         return
     job.a = a
     job.lda = lda
     job.n = n
     job.k = k
+    job.outer = outer
     job.alpha = alpha
     job.c = c
-    gpc_pool_run(gpc_threads(0.5 * n * n * k), _syrk_task, &job,
-                 rows * (rows + 1) // 2)
+    if floating is double:
+        gpc_pool_run(threads, _syrk_task_d, &job, rows * (rows + 1) // 2)
+    else:
+        gpc_pool_run(threads, _syrk_task_s, &job, rows * (rows + 1) // 2)
+
+
+cdef inline void syrk_lower(const double* a, int k, int lda, int n, double alpha,
+                            double* c) noexcept nogil:
+    """C <- C + alpha A'A on the lower triangle of the n x n `c`, A the k x n `a`
+    (syrk_any)."""
+    syrk_any(False, a, k, lda, n, alpha, c)
+
+
+cdef struct GemmJob:
+    # gemm_tiled: C <- alpha op(A) op(B) + beta C, one task per block of C.
+    const double* a
+    const double* b
+    double* c
+    int lda
+    int ldb
+    int ldc
+    int m
+    int n
+    int k
+    bint ta
+    bint tb
+    double alpha
+    double beta
+
+
+cdef inline void _gemm_task(void* ctx, int t) noexcept nogil:
+    """Block t of C (numbered down the block columns): its product in TILE-wide
+    steps of the inner dimension, in order."""
+    cdef GemmJob* job = <GemmJob*> ctx
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef int rows = (job.m + TILE - 1) // TILE
+    cdef int i = (t % rows) * TILE, j = (t // rows) * TILE, kk = 0
+    cdef int h = _edge(job.m, i), w = _edge(job.n, j)
+    cdef double beta = job.beta
+    cdef const double* ap
+    cdef const double* bp
+    while kk < job.k:
+        ap = job.a + (kk + <size_t> i * job.lda if job.ta else i + <size_t> kk * job.lda)
+        bp = job.b + (j + <size_t> kk * job.ldb if job.tb else kk + <size_t> j * job.ldb)
+        _gemm(&tr if job.ta else &nt, &tr if job.tb else &nt, h, w, _edge(job.k, kk),
+              job.alpha, ap, job.lda, bp, job.ldb, beta,
+              job.c + i + <size_t> j * job.ldc, job.ldc)
+        beta = 1.0
+        kk += TILE
+    if job.k == 0:                           # C <- beta C
+        for kk in range(w):
+            for t in range(h):
+                job.c[i + t + <size_t> (j + kk) * job.ldc] = 0.0 if beta == 0.0 \
+                    else beta * job.c[i + t + <size_t> (j + kk) * job.ldc]
+
+
+cdef inline void gemm_tiled(bint ta, bint tb, int m, int n, int k, double alpha,
+                            const double* a, int lda, const double* b, int ldb,
+                            double beta, double* c, int ldc) noexcept nogil:
+    """C <- alpha op(A) op(B) + beta C (op: transposed when ta / tb) for the m x n
+    C, each TILE x TILE block of C a task of gpc's pool (gpc_threads(m n k)) that
+    sums its products over TILE-wide steps of k in order: in the calling thread as
+    far as OpenBLAS is concerned, the same bits for any number of threads.  C must
+    not overlap A or B."""
+    cdef GemmJob job
+    if m == 0 or n == 0:
+        return
+    job.a = a
+    job.b = b
+    job.c = c
+    job.lda = lda
+    job.ldb = ldb
+    job.ldc = ldc
+    job.m = m
+    job.n = n
+    job.k = k
+    job.ta = ta
+    job.tb = tb
+    job.alpha = alpha
+    job.beta = beta
+    gpc_pool_run(gpc_threads(<double> m * n * k), _gemm_task, &job,
+                 ((m + TILE - 1) // TILE) * ((n + TILE - 1) // TILE))
+
+
+cdef inline int solve_right_lower_t(const double* l, int m, double* b,
+                                    int n) noexcept nogil:
+    """B <- B L^{-T} for the lower triangular m x m `l` and the n x m `b` (leading
+    dimension n): L^{-1} (zero above the diagonal) by tri_inverse_lower, then
+    gemm_tiled into a copy.  Returns LAPACK's info of the inversion (-1 when
+    memory ran out)."""
+    cdef int r, c, info
+    cdef char right = b'R'
+    cdef char lo = b'L'
+    cdef char tr = b'T'
+    cdef char nd = b'N'
+    cdef double one = 1.0
+    cdef double* inv
+    cdef double* out
+    if gpc_plan(<double> n * m * m) == 0:
+        dtrsm(&right, &lo, &tr, &nd, &n, &m, &one, <double*> l, &m, b, &n)
+        return 0
+    inv = <double*> malloc((<size_t> m * m + <size_t> n * m) * sizeof(double))
+    if inv == NULL:
+        return -1
+    out = inv + <size_t> m * m
+    for c in range(m):
+        for r in range(m):
+            inv[r + <size_t> c * m] = l[r + <size_t> c * m] if r >= c else 0.0
+    info = tri_inverse_lower(inv, m)
+    if info == 0:
+        gemm_tiled(False, True, n, m, m, 1.0, b, n, inv, m, 0.0, out, n)
+        for r in range(n * m):
+            b[r] = out[r]
+    free(inv)
+    return info
 
 
 cdef struct SymmJob:
@@ -581,18 +748,20 @@ cdef inline void _symm_task(void* ctx, int t) noexcept nogil:
     while k < n:
         bk = _edge(n, k)
         if k < i:
-            dgemm(&nt, &nt, &h, &w, &bk, &job.alpha, job.a + i + <size_t> k * n, &n,
-                  job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out, &job.ldc)
+            dgemm(&nt, &nt, &h, &w, &bk, &job.alpha, <double*> job.a + i + <size_t> k * n,
+                  &n, <double*> job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out,
+                  &job.ldc)
         elif k > i:
-            dgemm(&tr, &nt, &h, &w, &bk, &job.alpha, job.a + k + <size_t> i * n, &n,
-                  job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out, &job.ldc)
+            dgemm(&tr, &nt, &h, &w, &bk, &job.alpha, <double*> job.a + k + <size_t> i * n,
+                  &n, <double*> job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out,
+                  &job.ldc)
         else:
             for c in range(h):
                 for r in range(h):
                     full[r + c * tile] = job.a[i + r + <size_t> (i + c) * n] if r >= c \
                         else job.a[i + c + <size_t> (i + r) * n]
             dgemm(&nt, &nt, &h, &w, &h, &job.alpha, full, &tile,
-                  job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out, &job.ldc)
+                  <double*> job.b + k + <size_t> q * job.ldb, &job.ldb, &beta, out, &job.ldc)
         beta = 1.0
         k += TILE
 
@@ -606,8 +775,14 @@ cdef inline void symm_lower(const double* a, int n, const double* b, int ldb, in
     far as OpenBLAS is concerned (it threads dsymm from about order 64), the same
     bits for any number of threads."""
     cdef SymmJob job
-    cdef int rows = (n + TILE - 1) // TILE
+    cdef int rows = (n + TILE - 1) // TILE, threads = gpc_plan(<double> n * n * m)
+    cdef char side = b'L'
+    cdef char lo = b'L'
     if n == 0 or m == 0:
+        return
+    if threads == 0:
+        dsymm(&side, &lo, &n, &m, &alpha, <double*> a, &n, <double*> b, &ldb, &beta,
+              c, &ldc)
         return
     job.a = a
     job.b = b
@@ -618,8 +793,7 @@ cdef inline void symm_lower(const double* a, int n, const double* b, int ldb, in
     job.ldc = ldc
     job.alpha = alpha
     job.beta = beta
-    gpc_pool_run(gpc_threads(<double> n * n * m), _symm_task, &job,
-                 rows * ((m + TILE - 1) // TILE))
+    gpc_pool_run(threads, _symm_task, &job, rows * ((m + TILE - 1) // TILE))
 
 
 cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
@@ -627,11 +801,18 @@ cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
     info.  Unblocked up to UNBLOCKED_MAX, tiled above (tri_inverse_tiled)."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
-    cdef int info = 0
+    cdef int info = 0, threads = 0
     if n > UNBLOCKED_MAX:
-        return tri_inverse_tiled(a, n, gpc_threads(<double> n * n * n / 6.0))
+        threads = gpc_plan(<double> n * n * n / 6.0)
+        if threads > 0:
+            return tri_inverse_tiled(a, n, threads)
     if floating is double:
-        dtrti2(&uplo, &diag, &n, a, &n, &info)
+        if n > UNBLOCKED_MAX:
+            dtrtri(&uplo, &diag, &n, a, &n, &info)
+        else:
+            dtrti2(&uplo, &diag, &n, a, &n, &info)
+    elif n > UNBLOCKED_MAX:
+        strtri(&uplo, &diag, &n, a, &n, &info)
     else:
         strti2(&uplo, &diag, &n, a, &n, &info)
     return info
@@ -642,12 +823,19 @@ cdef inline int lower_gram(floating* a, int n) noexcept nogil:
     M^T M; returns LAPACK info (0).  Unblocked up to UNBLOCKED_MAX (LAPACK's
     lauu2), tiled above (lower_gram_tiled)."""
     cdef char uplo = b'L'
-    cdef int info = 0
+    cdef int info = 0, threads = 0
     if n > UNBLOCKED_MAX:
-        lower_gram_tiled(a, n, gpc_threads(<double> n * n * n / 6.0))
-        return 0
+        threads = gpc_plan(<double> n * n * n / 6.0)
+        if threads > 0:
+            lower_gram_tiled(a, n, threads)
+            return 0
     if floating is double:
-        dlauu2(&uplo, &n, a, &n, &info)
+        if n > UNBLOCKED_MAX:
+            dlauum(&uplo, &n, a, &n, &info)
+        else:
+            dlauu2(&uplo, &n, a, &n, &info)
+    elif n > UNBLOCKED_MAX:
+        slauum(&uplo, &n, a, &n, &info)
     else:
         slauu2(&uplo, &n, a, &n, &info)
     return info
@@ -676,60 +864,6 @@ cdef inline void _trmv_tile(const double* a, int n, int j, int w, double* x,
             x[c] = col[c] * s
 
 
-cdef enum:
-    # Rows of the panels of dgemv calls in trmv_lower and symv_lower: OpenBLAS
-    # runs a dgemv of at most 2048 x 64 entries in the calling thread (it threads
-    # from about 1024 x 1024).
-    GEMV_ROWS = 2048
-
-
-cdef inline void _panel_gemv(bint transpose, int m, int w, double alpha,
-                             const double* a, int n, const double* x,
-                             double* y) noexcept nogil:
-    """y += alpha P x (P' x when transposed) for the m x w panel P at `a`
-    (leading dimension n), in row chunks of at most GEMV_ROWS."""
-    cdef char tr = b'T' if transpose else b'N'
-    cdef int r = 0, h, one = 1
-    cdef double pone = 1.0
-    while r < m:
-        h = GEMV_ROWS if m - r > GEMV_ROWS else m - r
-        if transpose:
-            dgemv(&tr, &h, &w, &alpha, <double*> a + r, &n, <double*> x + r, &one,
-                  &pone, y, &one)
-        else:
-            dgemv(&tr, &h, &w, &alpha, <double*> a + r, &n, <double*> x, &one,
-                  &pone, y + r, &one)
-        r += GEMV_ROWS
-
-
-cdef inline void trmv_lower(const double* a, int n, double* x,
-                            bint transpose) noexcept nogil:
-    """x <- A x (or A' x) for the lower triangular n x n `a`, in place, in the
-    calling thread (OpenBLAS threads dtrmv from about 32): TILE-wide block
-    columns, the diagonal blocks by loops, the panels below them by dgemv."""
-    cdef int j, w, m
-    if transpose:
-        j = 0
-        while j < n:                         # x_j <- T_jj' x_j + P_j' x_below
-            w = _edge(n, j)
-            _trmv_tile(a, n, j, w, x, True)
-            m = n - j - w
-            if m > 0:
-                _panel_gemv(True, m, w, 1.0, a + j + w + <size_t> j * n, n,
-                            x + j + w, x + j)
-            j += TILE
-    else:
-        j = ((n - 1) // TILE) * TILE
-        while j >= 0:                        # x_below += P_j x_j, then x_j <- T_jj x_j
-            w = _edge(n, j)
-            m = n - j - w
-            if m > 0:
-                _panel_gemv(False, m, w, 1.0, a + j + w + <size_t> j * n, n,
-                            x + j, x + j + w)
-            _trmv_tile(a, n, j, w, x, False)
-            j -= TILE
-
-
 cdef inline int chol_inverse_lower(double* a, int n) noexcept nogil:
     """Given the lower Cholesky factor L in `a`, overwrite its lower triangle with
     (L L^T)^{-1} = L^{-T} L^{-1} (LAPACK's potri, in two steps so that small
@@ -748,30 +882,123 @@ cdef inline int chol_solve_lower(const double* l, int n, double* b, int nrhs) no
     return info
 
 
-cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
-                            double alpha, double beta) noexcept nogil:
-    """y <- alpha A x + beta y for symmetric A stored in the lower triangle, in the
-    calling thread (OpenBLAS threads dsymv from about 256): TILE-wide block
-    columns, dsymv on the diagonal blocks, dgemv both ways on the panels below."""
-    cdef char uplo = b'L'
+cdef enum:
+    # Rows of the panels of dgemv calls in trmv_lower and symv_lower: OpenBLAS
+    # runs a dgemv of at most 2048 x 64 entries in the calling thread (it threads
+    # from about 1024 x 1024).
+    GEMV_ROWS = 2048
+
+
+cdef inline void _panel_gemv_any(bint transpose, int m, int w, floating alpha,
+                                 const floating* a, int n, const floating* x,
+                                 floating* y) noexcept nogil:
+    """y += alpha P x (P' x when transposed) for the m x w panel P at `a`
+    (leading dimension n), in row chunks of at most GEMV_ROWS."""
+    cdef char tr = b'T' if transpose else b'N'
+    cdef int r = 0, h, one = 1
+    cdef floating pone = 1.0
+    while r < m:
+        h = GEMV_ROWS if m - r > GEMV_ROWS else m - r
+        if floating is double:
+            if transpose:
+                dgemv(&tr, &h, &w, &alpha, <double*> a + r, &n, <double*> x + r, &one,
+                      &pone, y, &one)
+            else:
+                dgemv(&tr, &h, &w, &alpha, <double*> a + r, &n, <double*> x, &one,
+                      &pone, y + r, &one)
+        else:
+            if transpose:
+                sgemv(&tr, &h, &w, &alpha, <float*> a + r, &n, <float*> x + r, &one,
+                      &pone, y, &one)
+            else:
+                sgemv(&tr, &h, &w, &alpha, <float*> a + r, &n, <float*> x, &one,
+                      &pone, y + r, &one)
+        r += GEMV_ROWS
+
+
+cdef inline void symv_any(bint upper, const floating* a, int n, const floating* x,
+                          floating* y, floating alpha, floating beta) noexcept nogil:
+    """y <- alpha A x + beta y for symmetric A stored in the lower (or upper)
+    triangle: BLAS's symv where its threads have free cores (gpc_plan), else in
+    the calling thread (OpenBLAS threads dsymv and ssymv from about 256):
+    TILE-wide block columns, symv on the diagonal blocks, gemv both ways on the
+    panels below (above) them."""
+    cdef char uplo = b'U' if upper else b'L'
     cdef int i, j = 0, w, m, one = 1
-    cdef double pone = 1.0
-    if n <= TILE:
-        dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
+    cdef floating pone = 1.0
+    cdef const floating* panel
+    if n <= TILE or gpc_plan(<double> n * n) == 0:
+        if floating is double:
+            dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
+        else:
+            ssymv(&uplo, &n, &alpha, <float*> a, &n, <float*> x, &one, &beta, y, &one)
         return
     for i in range(n):
         y[i] = 0.0 if beta == 0.0 else beta * y[i]
     while j < n:
         w = _edge(n, j)
-        dsymv(&uplo, &w, &alpha, <double*> a + j + <size_t> j * n, &n,
-              <double*> x + j, &one, &pone, y + j, &one)
-        m = n - j - w
-        if m > 0:
-            _panel_gemv(False, m, w, alpha, a + j + w + <size_t> j * n, n, x + j,
-                        y + j + w)
-            _panel_gemv(True, m, w, alpha, a + j + w + <size_t> j * n, n, x + j + w,
-                        y + j)
+        if floating is double:
+            dsymv(&uplo, &w, &alpha, <double*> a + j + <size_t> j * n, &n,
+                  <double*> x + j, &one, &pone, y + j, &one)
+        else:
+            ssymv(&uplo, &w, &alpha, <float*> a + j + <size_t> j * n, &n,
+                  <float*> x + j, &one, &pone, y + j, &one)
+        if upper:                            # the panel above: rows 0 .. j
+            panel = a + <size_t> j * n
+            m = j
+            if m > 0:
+                _panel_gemv_any(False, m, w, alpha, panel, n, x + j, y)
+                _panel_gemv_any(True, m, w, alpha, panel, n, x, y + j)
+        else:                                # the panel below: rows j + w .. n
+            panel = a + j + w + <size_t> j * n
+            m = n - j - w
+            if m > 0:
+                _panel_gemv_any(False, m, w, alpha, panel, n, x + j, y + j + w)
+                _panel_gemv_any(True, m, w, alpha, panel, n, x + j + w, y + j)
         j += TILE
+
+
+cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
+                            double alpha, double beta) noexcept nogil:
+    """y <- alpha A x + beta y for symmetric A stored in the lower triangle, in the
+    calling thread (symv_any)."""
+    symv_any(False, a, n, x, y, alpha, beta)
+
+
+cdef inline void trmv_lower(const double* a, int n, double* x,
+                            bint transpose) noexcept nogil:
+    """x <- A x (or A' x) for the lower triangular n x n `a`, in place: BLAS's
+    dtrmv where its threads have free cores (gpc_plan), else in the calling
+    thread (OpenBLAS threads dtrmv from about 32): TILE-wide block columns, the
+    diagonal blocks by loops, the panels below them by dgemv."""
+    cdef char uplo = b'L'
+    cdef char tr = b'T' if transpose else b'N'
+    cdef char nd = b'N'
+    cdef int one = 1
+    cdef int j, w, m
+    if n > UNBLOCKED_MAX and gpc_plan(0.5 * n * n) == 0:
+        dtrmv(&uplo, &tr, &nd, &n, <double*> a, &n, x, &one)
+        return
+    if transpose:
+        j = 0
+        while j < n:                         # x_j <- T_jj' x_j + P_j' x_below
+            w = _edge(n, j)
+            _trmv_tile(a, n, j, w, x, True)
+            m = n - j - w
+            if m > 0:
+                _panel_gemv_any(True, m, w, 1.0, a + j + w + <size_t> j * n, n,
+                            x + j + w, x + j)
+            j += TILE
+    else:
+        j = ((n - 1) // TILE) * TILE
+        while j >= 0:                        # x_below += P_j x_j, then x_j <- T_jj x_j
+            w = _edge(n, j)
+            m = n - j - w
+            if m > 0:
+                _panel_gemv_any(False, m, w, 1.0, a + j + w + <size_t> j * n, n,
+                            x + j, x + j + w)
+            _trmv_tile(a, n, j, w, x, False)
+            j -= TILE
 
 
 cdef inline void syr_lower(int n, double alpha, const double* x, double* a) noexcept nogil:

@@ -226,11 +226,16 @@ static void gpc_pool_run(int nthreads, gpc_task_fn fn, void *ctx, int ntasks) {
  * a worker costs tens of microseconds. */
 #define GPC_THREAD_MIN_WORK 1e6
 
-/* The most threads a computation of the calling thread may use: set from Python
- * (gpc's thread limit, or the BLAS limit the process has); 0 = not set yet. */
+/* Set from Python before each computation (gpc._threads): the most threads the
+ * calling thread's computations may use (gpc.thread_limit; 0 = no limit) and the
+ * thread count of the process's BLAS (0 = unknown). */
 static __thread int gpc_thread_cap = 0;
+static __thread int gpc_blas_threads = 0;
 
-static void gpc_set_thread_cap(int cap) { gpc_thread_cap = cap; }
+static void gpc_set_threads(int cap, int blas) {
+    gpc_thread_cap = cap;
+    gpc_blas_threads = blas;
+}
 
 /* *p <- v if *p is 0 or greater than v (the first failure among tasks). */
 static void gpc_atomic_min(int *p, int v) {
@@ -337,32 +342,64 @@ static double gpc_others_load(int *usable) {
 
 #endif
 
-/* How many threads a computation of about `work` multiply-adds runs on: one below
- * GPC_THREAD_MIN_WORK; else the calling thread's cap, lowered to the cores that
- * other processes leave free (Linux), and at least one. */
-static int gpc_threads(double work) {
-    int cap = gpc_thread_cap, free_cores;
-    if (work < GPC_THREAD_MIN_WORK || cap == 1)
-        return 1;
+/* The cores this process may use and those other processes leave free. */
+static void gpc_cores(int *usable, int *free_cores) {
 #if defined(__linux__)
-    {
-        int usable;
-        double others = gpc_others_load(&usable);
-        if (usable <= 0)
-            return cap > 0 ? cap : 1;
-        free_cores = (int) (usable - others + 0.5);
-        if (cap <= 0 || cap > usable)
-            cap = usable;
+    double others = gpc_others_load(usable);
+    if (*usable > 0) {
+        *free_cores = (int) (*usable - others + 0.5);
+        return;
     }
-#elif defined(GPC_HAVE_POOL)
-    free_cores = (int) sysconf(_SC_NPROCESSORS_ONLN);
-    if (cap <= 0)
-        cap = free_cores;
-#else
-    free_cores = 1;
 #endif
+#if defined(GPC_HAVE_POOL)
+    *usable = (int) sysconf(_SC_NPROCESSORS_ONLN);
+#else
+    *usable = 1;
+#endif
+    *free_cores = *usable;
+}
+
+/* How a computation of about `work` multiply-adds that LAPACK or BLAS would
+ * share out to its threads runs: 0 = call LAPACK or BLAS itself, when every
+ * thread it would use has a core that other processes leave free, and the
+ * calling thread's limit allows them (idle, its blocked routines are the
+ * fastest); else the number of threads for gpc's tiled version (at least one:
+ * the free cores, within the limit; one below GPC_THREAD_MIN_WORK).  With one
+ * BLAS thread, LAPACK runs in the calling thread: 0. */
+static int gpc_plan(double work) {
+    int usable, free_cores, blas = gpc_blas_threads, cap = gpc_thread_cap;
+    if (blas == 1)
+        return 0;
+    gpc_cores(&usable, &free_cores);
+    if (usable < 1)
+        usable = 1;
+    if (blas <= 0 || blas > usable)
+        blas = usable;
+    if (cap <= 0 || cap > usable)
+        cap = usable;
+    if (blas <= free_cores && blas <= cap)
+        return 0;
+    if (work < GPC_THREAD_MIN_WORK)
+        return 1;
     if (free_cores < cap)
         cap = free_cores;
+    return cap < 1 ? 1 : cap;
+}
+
+/* The threads of gpc's tiled version of a computation of about `work`
+ * multiply-adds, where it has no LAPACK alternative: gpc_plan's count, or as
+ * many as LAPACK would have used. */
+static int gpc_threads(double work) {
+    int threads = gpc_plan(work), usable, free_cores, cap = gpc_thread_cap;
+    if (threads > 0)
+        return threads;
+    if (work < GPC_THREAD_MIN_WORK)
+        return 1;
+    gpc_cores(&usable, &free_cores);
+    if (cap <= 0 || cap > usable)
+        cap = usable;
+    if (gpc_blas_threads > 0 && gpc_blas_threads < cap)
+        cap = gpc_blas_threads;
     return cap < 1 ? 1 : cap;
 }
 

@@ -39,10 +39,10 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
-from scipy.linalg.cython_blas cimport (ddot, dsyrk, dsymm, dtrsm,
-                                      dgemv, ssymv, ssyrk)
+from scipy.linalg.cython_blas cimport ddot, dgemv
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
-                   scale_site_inverse, symv_lower, syr_lower, syrk_lower, sync_threads,
+                   scale_site_inverse, solve_right_lower_t, symm_lower, symv_any,
+                   symv_lower, syr_lower, syrk_any, syrk_lower, sync_threads,
                    tri_inverse_lower, trmm_lower, trmv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
@@ -190,12 +190,6 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
     """The correction for the negative sites at the factorisation in Linv (of the
     positive sites).  Returns ST_OK, ST_IMPROPER (C not positive definite) or
     ST_NOMEM.  O(n^2 m)."""
-    cdef char side = b'L'
-    cdef char right = b'R'
-    cdef char lo = b'L'
-    cdef char notr = b'N'
-    cdef char tr = b'T'
-    cdef double one = 1.0, minus = -1.0
     cdef int i, c, c2, m = 0, cap
     cdef double* P
     for i in range(n):
@@ -231,7 +225,7 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
     for c in range(m):
         for i in range(n):
             P[i + c * n] *= S[i]
-    dsymm(&side, &lo, &n, &m, &minus, <double*> K, &n, P, &n, &one, ng.G, &n)
+    symm_lower(K, n, P, n, m, -1.0, 1.0, ng.G, n)
     # P = E_N - P = K^{-1} G.
     for c in range(m):
         for i in range(n):
@@ -251,8 +245,9 @@ cdef int _neg_factor(const double* K, const double* Linv, const double* S,
         for i in range(n):
             ng.W[i + c * n] = ng.G[i + c * n] * ng.s[c]
             P[i + c * n] *= ng.s[c]
-    dtrsm(&right, &lo, &tr, &notr, &n, &m, &one, ng.C, &m, ng.W, &n)
-    dtrsm(&right, &lo, &tr, &notr, &n, &m, &one, ng.C, &m, P, &n)
+    if solve_right_lower_t(ng.C, m, ng.W, n) != 0 \
+            or solve_right_lower_t(ng.C, m, P, n) != 0:
+        return ST_NOMEM
     return ST_OK
 
 
@@ -506,7 +501,6 @@ cdef void _marginals(const double* K, const double* L, const double* Linv,
     and ng, with t = K nu on entry (from the factorisation; then scratch).  With a
     Sigma buffer (sequential EP) the full covariance is rebuilt and its diagonal
     taken; otherwise only the diagonal is computed."""
-    cdef char lo = b'L'
     cdef char notr = b'N'
     cdef char tr = b'T'
     cdef int i, c, m = ng.m, one = 1
@@ -514,7 +508,7 @@ cdef void _marginals(const double* K, const double* L, const double* Linv,
     if Sigma != NULL:
         _full_sigma(K, Linv, S, Sigma, V, n)
         if m > 0:
-            dsyrk(&lo, &notr, &n, &m, &pone, ng.W, &n, &pone, Sigma, &n)
+            syrk_any(True, ng.W, m, n, n, 1.0, Sigma)
         for i in range(n):
             var[i] = Sigma[i + i * n]
             if var[i] < 1e-300:
@@ -576,10 +570,7 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
     exact double-precision factorisation that follows them decides convergence): its
     error, measured below 5e-6 of sqrt(K_ii K_jj) for lambda_max(B) up to 1e5, slows
     the quadratic convergence by a factor that small.  Returns ST_OK or ST_NOMEM."""
-    cdef char lo = b'L'
-    cdef char notr = b'N'
     cdef int i, j, c, m = ng.m, info = 0
-    cdef float pone = 1.0
     cdef float *W32
     cdef float *sf = <float*> malloc(2 * n * sizeof(float))
     cdef float *r
@@ -610,7 +601,7 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
                 M[i + j * n] = <float> ng.G[i + c * n]
             elif i < j:
                 M[j + i * n] = <float> ng.G[i + c * n]
-    ssyrk(&lo, &notr, &n, &m, &pone, W32, &n, &pone, M, &n)
+    syrk_any(True, W32, m, n, n, 1.0, M)
     free(W32)
     gpc_model_pass(M, NULL, NULL, n, False, True)
     return ST_OK
@@ -693,12 +684,9 @@ cdef int _linearised_sweeps(const Model* md, const double[::1] y, double* tau,
     cavity precision: the last sites are kept) or the change grows three times
     running.  M is the single-precision model of ``_linearisation``.  ``work`` holds
     8n + (2 AA_MEMORY + 3) 2n doubles.  Returns the number of sweeps."""
-    cdef char lo = b'L'
-    cdef char up = b'U'
     cdef int one = 1, i, j, k, grew = 0, m2 = 2 * n, mk = 0, head = 0, stored = 0
     cdef int counts[3]
     cdef bint mixed = False, usable
-    cdef float fone = 1.0, fzero = 0.0
     cdef double change, prev = INFINITY, fi
     cdef double gamma[AA_MEMORY]
     cdef double *var = work
@@ -719,8 +707,8 @@ cdef int _linearised_sweeps(const Model* md, const double[::1] y, double* tau,
             dn[i] = nu[i] - nu0[i] - dt[i] * mu0[i]
             x32[i] = <float> dn[i]
             x32[n + i] = <float> dt[i]
-        ssymv(&lo, &n, &fone, <float*> M, &n, x32, &one, &fzero, x32 + 2 * n, &one)
-        ssymv(&up, &n, &fone, <float*> M, &n, x32 + n, &one, &fzero, x32 + 3 * n, &one)
+        symv_any(False, <const float*> M, n, x32, x32 + 2 * n, <float> 1.0, <float> 0.0)
+        symv_any(True, <const float*> M, n, x32 + n, x32 + 3 * n, <float> 1.0, <float> 0.0)
         usable = True
         for i in range(n):
             # diagonal terms in double precision, off-diagonal ones from the model
@@ -1554,9 +1542,6 @@ def evidence_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q
     B^{-1} (lower triangle, from ``run``) on entry."""
     cdef int n = dK.shape[0]
     cdef int m = Q.shape[1]
-    cdef char lo = b'L'
-    cdef char notr = b'N'
-    cdef double minus = -1.0, pone = 1.0
     if S.shape[0] != n or b.shape[0] != n or dK.shape[1] != n or Q.shape[0] != n:
         raise ValueError("evidence_dK: inconsistent shapes.")
     if n == 0:
@@ -1566,6 +1551,5 @@ def evidence_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q
             fill_site_dK(&dK[0, 0], &b[0], NULL, &S[0], n)   # scaled in the pass
         else:
             scale_site_inverse(&dK[0, 0], &S[0], n)
-            dsyrk(&lo, &notr, &n, &m, &minus, <double*> &Q[0, 0], &n, &pone,
-                  &dK[0, 0], &n)
+            syrk_any(True, &Q[0, 0], m, n, n, -1.0, &dK[0, 0])
             fill_site_dK(&dK[0, 0], &b[0], NULL, NULL, n)

@@ -596,13 +596,15 @@ def test_thread_limit_is_per_thread_and_validated():
 
     seen = {}
     with gpc.thread_limit(1):
-        other = threading.Thread(target=lambda: seen.setdefault("other", _threads.cap()))
+        other = threading.Thread(target=lambda: seen.setdefault("other",
+                                                                _threads.limits()[0]))
         other.start()
         other.join()
-        inside = _threads.cap()
-    assert inside == 1
-    assert seen["other"] != 1 or _threads._blas_threads() == 1
-    assert _threads.cap() == seen["other"]
+        inside = _threads.limits()[0]
+        with gpc.thread_limit(3):
+            assert _threads.limits()[0] == 3
+        assert _threads.limits()[0] == 1
+    assert (inside, seen["other"], _threads.limits()[0]) == (1, 0, 0)
     for bad, err in ((0, ValueError), (1.5, TypeError), (True, TypeError)):
         with pytest.raises(err):
             with gpc.thread_limit(bad):
