@@ -51,11 +51,10 @@ import inspect
 import numbers
 
 import numpy as np
-from scipy.special import expit, ndtri
+from scipy.special import expit, ndtr, ndtri
 from scipy.stats import qmc
 
-from . import _moments
-from .kernels import _matmul
+from . import _moments, _softmax
 
 __all__ = [
     "Likelihood",
@@ -1108,23 +1107,39 @@ class Softmax(Likelihood):
         kernel matrices given to :func:`gpc.infer`, or else the largest label
         plus one.
     n_points : int or None, default=None
-        Points of the quasi-Monte Carlo rule of :meth:`predict` (a power of 2).
-        None chooses by the dimension C - 1 of the integral: 2^12 for two
-        classes, 2^14 for three, 2^16 for four and 2^17 from five.
+        Points of the quasi-Monte Carlo rule of :meth:`predict` (a power of 2),
+        shared by the C classes.  None chooses by the number of classes: 1 for
+        two (the rule is then exact), 2^10 for three, 2^11 for four, 2^12 for
+        five to seven and 2^13 from eight.
 
     Notes
     -----
-    :meth:`predict` averages ``softmax(f)`` over ``f ~ N(mean, cov)`` with a
-    fixed scrambled Sobol' point set (seed 0) in the C - 1 directions that
-    change the softmax (those orthogonal to ``(1, ..., 1)``), mapped through
-    the normal quantile function and the principal axes of ``cov`` in
-    decreasing variance: a deterministic rule, smooth in the mean and
-    covariance.  The error grows with the latent variance, as the softmax
-    approaches a step, and is bounded by that of the step's limit; the default
-    numbers of points keep it within 1e-3 of long Monte Carlo averages on the
-    predictive distributions of the wine and digits fits of
-    ``bench/bench_multinomial.py`` (see ``bench/RESULTS.md``).  The cost is
-    ``n_points * C`` exponentials per test point.
+    :meth:`predict` integrates one direction per class exactly and the others
+    by quasi-Monte Carlo.  With ``G = P cov P`` the covariance in the C - 1
+    directions that change the softmax (``P`` the projection orthogonal to
+    ``(1, ..., 1)``; ``softmax(f + t 1) = softmax(f)``) and ``v_c = P e_c``
+    the direction that moves class c against all the others, ``f - mean``
+    splits into an independent normal term ``tau_c v_c`` of variance
+    ``s_c^2 = 1 / (G^+)_cc`` (the largest such variance) and a remainder
+    ``y_c``.  As ``softmax(f)_c = sigma(f_c - logsumexp(f_{-c}))`` and the
+    term moves ``f_c - logsumexp(f_{-c})`` by ``tau_c``,
+
+        p_c = E[Lambda(mean_c + y_cc - logsumexp(mean_{-c} + y_{c,-c}), s_c^2)],
+
+    where ``Lambda(a, v) = E[sigma(a + sqrt(v) z)]`` is the logistic-normal
+    integral (read from a table built once from the normal scale mixture of
+    the logistic, within 1e-8).  The remaining expectation is an average over
+    a fixed scrambled Sobol' point set (seed 0) mapped through the normal
+    quantile function and the principal axes of ``G`` in decreasing
+    variance, the same points for every class; the C averages are then
+    divided by their sum.  The rule is deterministic and smooth in the mean
+    and covariance, gives ``softmax(mean)`` for a zero covariance and, for two
+    classes (where the remainder vanishes), the logistic-normal integral of
+    ``f_1 - f_0``.  Its error grows with the latent variance, as the softmax
+    approaches a step; the default numbers of points keep it within 1e-3 of
+    long Monte Carlo averages on the predictive distributions of the wine and
+    digits fits of ``bench/bench_multinomial.py`` (see ``bench/RESULTS.md``).
+    The cost is ``n_points * C`` exponentials and logarithms per test point.
 
     Examples
     --------
@@ -1206,17 +1221,57 @@ class Softmax(Likelihood):
         # softmax(f + t 1) = softmax(f): only the covariance orthogonal to 1
         # matters, C - 1 directions, taken in decreasing variance so that the
         # first (best spread) coordinates of the point set carry the most.
-        centre = np.eye(C) - 1.0 / C
-        w, V = np.linalg.eigh(centre @ cov @ centre)
-        root = (V * np.sqrt(np.maximum(w, 0.0))[:, None, :])[:, :, :0:-1]
-        n_points = self.n_points or 1 << min(17, 12 + 2 * (C - 2))
+        basis = np.linalg.qr(np.eye(C) - 1.0 / C)[0][:, :C - 1]   # orthonormal, 1-free
+        w, V = np.linalg.eigh(basis.T @ cov @ basis)
+        w, V = w[:, ::-1], basis @ V[:, :, ::-1]
+        # Variances below 1e-13 of the largest are raised to it (a covariance
+        # changed by that much): G^+ then exists.
+        w = np.maximum(w, np.maximum(1e-13 * w[:, :1], 1e-200))
+        R = V * np.sqrt(w)[:, None, :]                  # f = mean + R u
+        QV = V / np.sqrt(w)[:, None, :]
+        s2 = 1.0 / np.einsum("ick,ick->ic", QV, QV)     # 1 / (G^+)_cc
+        Q = QV * s2[:, :, None]                         # tau_c = Q_c u
+        n_points = self.n_points or _default_points(C)
         Z = _normal_points(C - 1, int(n_points))
-        out = np.empty((m, C))
-        for i in range(m):          # one point's samples: n_points x C, at most 10 MB
-            F = _matmul(Z, np.ascontiguousarray(root[i].T))
-            F += mean[i]
-            out[i] = softmax(F, axis=1, overwrite=True).mean(axis=0)
-        return out
+        tv, td, X = _logistic_normal_table()
+        return _softmax.rb_softmax(np.ascontiguousarray(mean), np.ascontiguousarray(R),
+                                   np.ascontiguousarray(Q), np.ascontiguousarray(s2),
+                                   Z, tv, td, X)
+
+
+def _default_points(C):
+    """The default ``n_points`` of :meth:`Softmax.predict` for C classes."""
+    if C == 2:
+        return 1
+    return 1 << (10 if C == 3 else 11 if C == 4 else 12 if C <= 7 else 13)
+
+
+_TABLE = []
+
+
+def _logistic_normal_table():
+    """The table of ``Lambda(a, v) = E[sigma(a + sqrt(v) z)]`` read by the softmax
+    predictive: values and (node spacing times) x-derivatives on a grid of
+    ``r = v / (v + pi^2 / 3)`` in [0, 1] (65 nodes) by ``x = a / sqrt(v + pi^2 / 3)``
+    in [-X, X] (1025 nodes), and X; built once from the 64-node normal scale
+    mixture of the logistic, ``sigma(z) = E[Phi(z / sqrt(tau))]``."""
+    if not _TABLE:
+        X, nr, nx = 16.0, 65, 1025
+        tau, logw = _moments.scale_mixture_rule()
+        weight = np.exp(logw)
+        x = np.linspace(-X, X, nx)[:, None]
+        values, derivs = np.empty((nr, nx)), np.empty((nr, nx))
+        for i, r in enumerate(np.linspace(0.0, 1.0, nr)):
+            # a / sqrt(tau + v) = x / sqrt(tau (1 - r) 3 / pi^2 + r)
+            scale = np.sqrt(tau * (1.0 - r) * (3.0 / np.pi ** 2) + r)
+            z = x / scale
+            values[i] = (weight * ndtr(z)).sum(-1)
+            derivs[i] = ((weight / scale) * np.exp(-0.5 * z * z)).sum(-1)
+        derivs *= (2.0 * X / (nx - 1)) / np.sqrt(2.0 * np.pi)
+        values.setflags(write=False)
+        derivs.setflags(write=False)
+        _TABLE.extend([values, derivs, X])
+    return _TABLE[0], _TABLE[1], _TABLE[2]
 
 
 _POINTS = {}

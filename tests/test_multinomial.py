@@ -206,15 +206,76 @@ def test_hopeless_conditioning_is_an_error_not_a_value():
 
 
 def test_softmax_predict_two_classes_is_the_logit():
+    # With two classes the rule integrates the only direction exactly.
     rng = np.random.RandomState(2)
     mean = rng.randn(20, 2) * 2
-    A = rng.randn(20, 2, 2)
+    A = rng.randn(20, 2, 2) * np.array([0.1, 1.0, 10.0, 30.0] * 5)[:, None, None]
     cov = A @ A.transpose(0, 2, 1)
     p = Softmax().predict(mean, cov)
     d_mean = mean[:, 1] - mean[:, 0]
     d_var = cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1]
     np.testing.assert_allclose(p[:, 1], get_likelihood("logit").predict(d_mean, d_var),
-                               atol=1e-4)
+                               atol=1e-7)
+
+
+def test_softmax_predict_zero_covariance_is_the_softmax():
+    rng = np.random.default_rng(4)
+    for C in (2, 3, 5, 10):
+        mean = rng.normal(size=(6, C)) * 4
+        p = Softmax().predict(mean, np.zeros((6, C, C)))
+        np.testing.assert_allclose(p, softmax_columns(mean.T).T, atol=1e-7)
+
+
+def _random_covariances(rng, m, C, scale):
+    A = rng.normal(size=(m, C, C)) * scale
+    return A @ A.transpose(0, 2, 1) / C
+
+
+def test_softmax_predict_three_classes_against_gauss_hermite():
+    # Reference: a 48 x 48 Gauss-Hermite product rule over the two directions
+    # orthogonal to (1, 1, 1), on covariances small enough for it to converge.
+    rng = np.random.default_rng(5)
+    mean = rng.normal(size=(8, 3))
+    cov = _random_covariances(rng, 8, 3, 1.0)
+    x, w = np.polynomial.hermite_e.hermegauss(48)
+    w = w / w.sum()
+    basis = np.linalg.qr(np.eye(3) - 1.0 / 3)[0][:, :2]
+    ref = np.empty((8, 3))
+    for i in range(8):
+        lam, V = np.linalg.eigh(basis.T @ cov[i] @ basis)
+        root = basis @ V * np.sqrt(np.maximum(lam, 0.0))
+        F = mean[i] + x[:, None, None] * root[:, 0] + x[None, :, None] * root[:, 1]
+        ref[i] = np.einsum("a,b,abc->c", w, w, softmax_columns(F.reshape(-1, 3).T).T
+                           .reshape(48, 48, 3))
+    np.testing.assert_allclose(Softmax().predict(mean, cov), ref, atol=1e-4)
+
+
+def test_softmax_predict_against_monte_carlo():
+    # Reference: 4e5 pseudo-random draws; tolerance 5 standard errors plus the
+    # promised 1e-3, at latent variances around 1, 30 and 1000.
+    rng = np.random.default_rng(6)
+    for C, scale in ((5, 1.0), (5, 5.5), (10, 30.0)):
+        mean = rng.normal(size=(2, C)) * 2
+        cov = _random_covariances(rng, 2, C, scale)
+        p = Softmax().predict(mean, cov)
+        for i in range(2):
+            draws = rng.multivariate_normal(mean[i], cov[i], size=400_000)
+            S = softmax_columns(draws.T)
+            mc, se = S.mean(1), S.std(1) / np.sqrt(draws.shape[0])
+            assert np.all(np.abs(p[i] - mc) <= 5 * se + 1e-3)
+
+
+def test_softmax_predict_is_a_deterministic_distribution_invariant_to_shifts():
+    rng = np.random.default_rng(7)
+    for C in (3, 5, 10, 20):
+        mean = rng.normal(size=(3, C)) * 3
+        cov = _random_covariances(rng, 3, C, 10.0)
+        cov[0] = 1e4 * np.ones((C, C)) + 1e-4 * np.eye(C)      # strongly correlated
+        p = Softmax().predict(mean, cov)
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
+        assert np.all(p >= 0)
+        np.testing.assert_array_equal(p, Softmax().predict(mean, cov))
+        np.testing.assert_allclose(Softmax().predict(mean + 7.5, cov), p, atol=1e-10)
 
 
 def test_log_marginal_likelihood_at_other_thetas(iris):
