@@ -79,7 +79,8 @@ def rb_softmax(const double[:, ::1] mean, const double[:, :, ::1] R,
     cdef Py_ssize_t m = mean.shape[0], C = mean.shape[1], d = U.shape[1]
     cdef Py_ssize_t n = U.shape[0], nx = table_v.shape[1]
     cdef Py_ssize_t i, p, j, k, c, top
-    cdef double inv_h = (nx - 1) / (2.0 * X), m1, S, lse, acc_sum, gj, tj, x
+    cdef double inv_h = (nx - 1) / (2.0 * X), m1, m2, S, lse, lse_top, acc_sum
+    cdef double gj, tj, x
     out = np.empty((m, C))
     cdef double[:, ::1] o = out
     cdef double[:, ::1] sv = np.empty((C, nx)), sd = np.empty((C, nx))
@@ -111,15 +112,23 @@ def rb_softmax(const double[:, ::1] mean, const double[:, :, ::1] R,
                 for j in range(C):
                     e[j] = exp(g[j] - m1)
                     S = S + e[j]
+                # logsumexp of the others: for the top class, relative to the
+                # largest of the others (their exps relative to m1 may underflow).
+                m2 = g[1] if top == 0 else g[0]
+                for j in range(C):
+                    if j != top and g[j] > m2:
+                        m2 = g[j]
+                lse_top = 0.0
+                for j in range(C):
+                    if j != top:
+                        lse_top = lse_top + exp(g[j] - m2)
+                lse_top = m2 + log(lse_top)
                 for c in range(C):
                     if c == top:
-                        lse = 0.0
-                        for j in range(C):
-                            if j != c:
-                                lse = lse + e[j]
+                        lse = lse_top
                     else:
-                        lse = S - e[c]
-                    x = (g[c] - t[c] - m1 - log(lse)) * scale[c]
+                        lse = m1 + log(S - e[c])
+                    x = (g[c] - t[c] - lse) * scale[c]
                     acc[c] += _lookup(&sv[c, 0], &sd[c, 0], nx, x, X, inv_h)
             acc_sum = 0.0
             for c in range(C):
