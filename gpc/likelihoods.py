@@ -1110,7 +1110,7 @@ class Softmax(Likelihood):
         Points of the quasi-Monte Carlo rule of :meth:`predict` (a power of 2),
         shared by the C classes.  None chooses by the number of classes: 1 for
         two (the rule is then exact), 2^10 for three, 2^11 for four, 2^12 for
-        five to seven and 2^13 from eight.
+        five to seven and 2^14 from eight.
 
     Notes
     -----
@@ -1243,7 +1243,7 @@ def _default_points(C):
     """The default ``n_points`` of :meth:`Softmax.predict` for C classes."""
     if C == 2:
         return 1
-    return 1 << (10 if C == 3 else 11 if C == 4 else 12 if C <= 7 else 13)
+    return 1 << (10 if C == 3 else 11 if C == 4 else 12 if C <= 7 else 14)
 
 
 _TABLE = []
