@@ -17,8 +17,10 @@ Workloads:
   Laplace and EP and scikit-learn's Laplace;
 * ``GridSearchCV(n_jobs=2)`` over gpc's classifier (4 length scales, 3 folds, n = 300);
 * the floor: LAPACK's Cholesky through SciPy (the library gpc calls) at n = 200 and
-  2000, with the same threads, with one thread, and gpc's tiled Cholesky, whose
-  every BLAS call is small enough to run in the calling thread.
+  2000, with the same threads, with one thread, and gpc's tiled Cholesky (its BLAS
+  calls small enough to run in the calling thread, its tiles shared out to as many
+  of gpc's own threads as gpc plans: the free cores, or its fair share of them
+  from 5e8 multiply-adds).
 
 Run standalone (``python bench/bench_load.py``) or through ``bench/run_all.py``.
 """
@@ -127,7 +129,7 @@ def _factorisations():
 
         out[f"LAPACK Cholesky (scipy), n = {n}, {calls} calls"] = chol
         out[f"the same, one BLAS thread, n = {n}"] = chol_one_thread
-        out[f"gpc's tiled Cholesky in the calling thread, n = {n}"] = chol_tiled
+        out[f"gpc's tiled Cholesky, threads as gpc plans them, n = {n}"] = chol_tiled
     return out
 
 
