@@ -41,6 +41,7 @@ import bench_real_data
 import bench_sparse
 import bench_sparse_learning
 import bench_speed
+import bench_tiles
 import bench_vb
 import pairs_cv
 import paper_evidence
@@ -55,7 +56,7 @@ SPEED = {"defaults": bench_defaults, "laplace": bench_laplace, "ep": bench_ep,
          "pl": bench_pl, "adf": bench_adf, "sparse": bench_sparse,
          "sparse_learning": bench_sparse_learning, "vb": bench_vb, "speed": bench_speed,
          "real_data": bench_real_data, "load": bench_load,
-         "overhead": bench_overhead}
+         "overhead": bench_overhead, "tiles": bench_tiles}
 PAPERS = {"paper_pl": paper_pl, "paper_meanfield": paper_meanfield,
           "paper_vb": paper_vb, "paper_sparse": paper_sparse,
           "paper_evidence": paper_evidence, "pairs_cv": pairs_cv,
