@@ -69,6 +69,8 @@ cdef struct TileJob:
     void* inv       # the inverse of its diagonal block, TILE x TILE, zero above
     void* inv_next  # that of the next block column, written by task 0
     int info_next   # LAPACK's info of the next diagonal block
+    bint single     # float (else double)
+    int phase       # which tasks the job runs (_chol_task, _tri_task)
 
 
 cdef inline void _tile_times_inverse(floating* a, int n, int i, int k,
@@ -162,20 +164,18 @@ cdef inline void _chol_update(floating* a, TileJob* job, int t) noexcept nogil:
                                        <floating*> job.inv_next)
 
 
-cdef inline void _chol_panel_d(void* ctx, int t) noexcept nogil:
-    _chol_panel(<double*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
-
-
-cdef inline void _chol_panel_s(void* ctx, int t) noexcept nogil:
-    _chol_panel(<float*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
-
-
-cdef inline void _chol_update_d(void* ctx, int t) noexcept nogil:
-    _chol_update(<double*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
-
-
-cdef inline void _chol_update_s(void* ctx, int t) noexcept nogil:
-    _chol_update(<float*> (<TileJob*> ctx).a, <TileJob*> ctx, t)
+cdef inline void _chol_task(void* ctx, int t) noexcept nogil:
+    """Task t of the step's phase (0: the panel, 1: the update), either precision."""
+    cdef TileJob* job = <TileJob*> ctx
+    if job.single:
+        if job.phase == 0:
+            _chol_panel(<float*> job.a, job, t)
+        else:
+            _chol_update(<float*> job.a, job, t)
+    elif job.phase == 0:
+        _chol_panel(<double*> job.a, job, t)
+    else:
+        _chol_update(<double*> job.a, job, t)
 
 
 cdef inline int chol_lower_tiled(floating* a, int n) noexcept nogil:
@@ -198,6 +198,7 @@ cdef inline int chol_lower_tiled_on(floating* a, int n, int threads) noexcept no
     cdef int rows
     job.a = a
     job.n = n
+    job.single = floating is float
     job.inv = inv
     job.inv_next = inv + TILE * TILE
     job.k = 0
@@ -208,12 +209,10 @@ cdef inline int chol_lower_tiled_on(floating* a, int n, int threads) noexcept no
         rows = (n - job.k - 1) // TILE           # blocks below the diagonal
         if rows == 0:
             return 0
-        if floating is double:
-            gpc_pool_run(threads, _chol_panel_d, &job, rows)
-            gpc_pool_run(threads, _chol_update_d, &job, rows * (rows + 1) // 2)
-        else:
-            gpc_pool_run(threads, _chol_panel_s, &job, rows)
-            gpc_pool_run(threads, _chol_update_s, &job, rows * (rows + 1) // 2)
+        job.phase = 0
+        gpc_pool_run(threads, _chol_task, &job, rows)
+        job.phase = 1
+        gpc_pool_run(threads, _chol_task, &job, rows * (rows + 1) // 2)
         job.k += TILE
         job.inv, job.inv_next = job.inv_next, job.inv
 
@@ -249,6 +248,8 @@ cdef struct TriJob:
     void* diag      # TILE x TILE tiles, zero above the diagonal
     void* panel     # the step's results
     int info        # the first failed diagonal block's LAPACK info (1-based row)
+    bint single     # float (else double)
+    int phase       # which tasks the job runs (_chol_task, _tri_task)
 
 
 cdef inline void _lower_tile_copy(const floating* a, int n, int k,
@@ -308,22 +309,6 @@ cdef inline void _tri_column(floating* a, TriJob* job, int t) noexcept nogil:
           TILE, 0.0, <floating*> job.panel + i, n)
 
 
-cdef inline void _tri_diag_d(void* ctx, int t) noexcept nogil:
-    _tri_diag(<double*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
-
-
-cdef inline void _tri_diag_s(void* ctx, int t) noexcept nogil:
-    _tri_diag(<float*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
-
-
-cdef inline void _tri_column_d(void* ctx, int t) noexcept nogil:
-    _tri_column(<double*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
-
-
-cdef inline void _tri_column_s(void* ctx, int t) noexcept nogil:
-    _tri_column(<float*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
-
-
 cdef inline int tri_inverse_tiled(floating* a, int n, int threads) noexcept nogil:
     """Overwrite the lower triangular n x n `a` with its inverse, in TILE-wide
     block columns from the last, each block below the diagonal a task of gpc's
@@ -337,6 +322,7 @@ cdef inline int tri_inverse_tiled(floating* a, int n, int threads) noexcept nogi
     cdef floating* panel
     job.a = a
     job.n = n
+    job.single = floating is float
     job.nb = (n + TILE - 1) // TILE
     job.info = 0
     diag = <floating*> malloc((<size_t> job.nb * TILE * TILE + <size_t> n * TILE)
@@ -346,16 +332,12 @@ cdef inline int tri_inverse_tiled(floating* a, int n, int threads) noexcept nogi
     panel = diag + <size_t> job.nb * TILE * TILE
     job.diag = diag
     job.panel = panel
-    if floating is double:
-        gpc_pool_run(threads, _tri_diag_d, &job, job.nb)
-    else:
-        gpc_pool_run(threads, _tri_diag_s, &job, job.nb)
+    job.phase = 0
+    gpc_pool_run(threads, _tri_task, &job, job.nb)
+    job.phase = 1
     job.j = job.nb - 2
     while job.info == 0 and job.j >= 0:
-        if floating is double:
-            gpc_pool_run(threads, _tri_column_d, &job, job.nb - 1 - job.j)
-        else:
-            gpc_pool_run(threads, _tri_column_s, &job, job.nb - 1 - job.j)
+        gpc_pool_run(threads, _tri_task, &job, job.nb - 1 - job.j)
         for c in range(TILE):                # the panel into column block j
             for r in range((job.j + 1) * TILE, n):
                 a[r + <size_t> (job.j * TILE + c) * n] = panel[r + <size_t> c * n]
@@ -402,12 +384,23 @@ cdef inline void _gram(floating* a, TriJob* job, int t) noexcept nogil:
                 a[i + r + <size_t> (j + c) * n] = acc[r + c * tile]
 
 
-cdef inline void _gram_d(void* ctx, int t) noexcept nogil:
-    _gram(<double*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
-
-
-cdef inline void _gram_s(void* ctx, int t) noexcept nogil:
-    _gram(<float*> (<TriJob*> ctx).a, <TriJob*> ctx, t)
+cdef inline void _tri_task(void* ctx, int t) noexcept nogil:
+    """Task t of the step's phase (0: a diagonal block's inverse, 1: a block of
+    the inverse's column, 2: a block of L'L), either precision."""
+    cdef TriJob* job = <TriJob*> ctx
+    if job.single:
+        if job.phase == 0:
+            _tri_diag(<float*> job.a, job, t)
+        elif job.phase == 1:
+            _tri_column(<float*> job.a, job, t)
+        else:
+            _gram(<float*> job.a, job, t)
+    elif job.phase == 0:
+        _tri_diag(<double*> job.a, job, t)
+    elif job.phase == 1:
+        _tri_column(<double*> job.a, job, t)
+    else:
+        _gram(<double*> job.a, job, t)
 
 
 cdef inline void lower_gram_tiled(floating* a, int n, int threads) noexcept nogil:
@@ -422,16 +415,15 @@ cdef inline void lower_gram_tiled(floating* a, int n, int threads) noexcept nogi
     cdef int r, c, w, k
     job.a = a
     job.n = n
+    job.single = floating is float
+    job.phase = 2
     job.nb = (n + TILE - 1) // TILE
     job.diag = tiles
     job.panel = tiles + TILE * TILE
     for k in range(job.nb):
         job.j = k
         _lower_tile_copy(a, n, k * TILE, tiles)
-        if floating is double:
-            gpc_pool_run(threads, _gram_d, &job, k + 1)
-        else:
-            gpc_pool_run(threads, _gram_s, &job, k + 1)
+        gpc_pool_run(threads, _tri_task, &job, k + 1)
         w = _edge(n, k * TILE)
         for c in range(w):
             for r in range(c, w):
@@ -519,6 +511,7 @@ cdef struct SyrkJob:
     bint outer      # A A' instead of A'A
     double alpha
     void* c         # the n x n C (leading dimension n)
+    bint single     # float (else double)
 
 
 cdef inline void _syrk_block(const floating* a, floating* cm, SyrkJob* job,
@@ -563,14 +556,12 @@ cdef inline void _syrk_block(const floating* a, floating* cm, SyrkJob* job,
         kk += TILE
 
 
-cdef inline void _syrk_task_d(void* ctx, int t) noexcept nogil:
+cdef inline void _syrk_task(void* ctx, int t) noexcept nogil:
     cdef SyrkJob* job = <SyrkJob*> ctx
-    _syrk_block(<const double*> job.a, <double*> job.c, job, t)
-
-
-cdef inline void _syrk_task_s(void* ctx, int t) noexcept nogil:
-    cdef SyrkJob* job = <SyrkJob*> ctx
-    _syrk_block(<const float*> job.a, <float*> job.c, job, t)
+    if job.single:
+        _syrk_block(<const float*> job.a, <float*> job.c, job, t)
+    else:
+        _syrk_block(<const double*> job.a, <double*> job.c, job, t)
 
 
 cdef inline void syrk_any(bint outer, const floating* a, int k, int lda, int n,
@@ -600,10 +591,8 @@ cdef inline void syrk_any(bint outer, const floating* a, int k, int lda, int n,
     job.outer = outer
     job.alpha = alpha
     job.c = c
-    if floating is double:
-        gpc_pool_run(threads, _syrk_task_d, &job, rows * (rows + 1) // 2)
-    else:
-        gpc_pool_run(threads, _syrk_task_s, &job, rows * (rows + 1) // 2)
+    job.single = floating is float
+    gpc_pool_run(threads, _syrk_task, &job, rows * (rows + 1) // 2)
 
 
 cdef inline void syrk_lower(const double* a, int k, int lda, int n, double alpha,
