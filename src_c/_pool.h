@@ -306,38 +306,52 @@ static int gpc_busy_ticks(const cpu_set_t *set, double *cores, double *self) {
     return field;
 }
 
+/* The load estimate's state, one per module.  A forked child starts it again:
+ * its lock may be held by a thread that is not there, and its own CPU time is
+ * not its parent's. */
+static struct {
+    pthread_mutex_t lock;
+    double t0, busy0, self0, others, hz;
+    int ncores, atfork;
+    cpu_set_t set;
+} gpc_load = {PTHREAD_MUTEX_INITIALIZER, -1.0, 0.0, 0.0, 0.0, 0.0, 0, 0};
+
+static void gpc_load_after_fork(void) {
+    pthread_mutex_init(&gpc_load.lock, NULL);
+    gpc_load.t0 = -1.0;
+}
+
 /* Cores that other processes kept busy, averaged over windows of at least 0.1 s;
  * the first estimate is the one-minute load average. */
 static double gpc_others_load(int *usable) {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static double t0 = -1.0, busy0, self0, others = 0.0, hz = 0.0;
-    static int ncores = 0;
-    static cpu_set_t set;
-    double now = gpc_now(), busy, self, loadavg[1];
-    pthread_mutex_lock(&lock);
-    if (t0 < 0.0) {
-        ncores = gpc_usable_cores(&set);
-        hz = (double) sysconf(_SC_CLK_TCK);
-        if (ncores > 0 && hz > 0.0 && gpc_busy_ticks(&set, &busy0, &self0)) {
-            t0 = now;
-            if (getloadavg(loadavg, 1) == 1)
-                others = loadavg[0];
+    double now = gpc_now(), busy, self, loadavg[1], others;
+    pthread_mutex_lock(&gpc_load.lock);
+    if (gpc_load.t0 < 0.0) {
+        if (!gpc_load.atfork)
+            gpc_load.atfork = pthread_atfork(NULL, NULL, gpc_load_after_fork) == 0;
+        gpc_load.ncores = gpc_usable_cores(&gpc_load.set);
+        gpc_load.hz = (double) sysconf(_SC_CLK_TCK);
+        if (gpc_load.ncores > 0 && gpc_load.hz > 0.0
+                && gpc_busy_ticks(&gpc_load.set, &gpc_load.busy0, &gpc_load.self0)) {
+            gpc_load.t0 = now;
+            gpc_load.others = getloadavg(loadavg, 1) == 1 ? loadavg[0] : 0.0;
         } else {
-            ncores = 0;
-            t0 = 1e300;                    /* never again */
+            gpc_load.ncores = 0;
+            gpc_load.t0 = 1e300;           /* never again */
         }
-    } else if (now - t0 >= 0.1 && gpc_busy_ticks(&set, &busy, &self)) {
-        others = ((busy - busy0) - (self - self0)) / (hz * (now - t0));
-        if (others < 0.0)
-            others = 0.0;
-        t0 = now;
-        busy0 = busy;
-        self0 = self;
+    } else if (now - gpc_load.t0 >= 0.1
+               && gpc_busy_ticks(&gpc_load.set, &busy, &self)) {
+        others = ((busy - gpc_load.busy0) - (self - gpc_load.self0))
+                 / (gpc_load.hz * (now - gpc_load.t0));
+        gpc_load.others = others > 0.0 ? others : 0.0;
+        gpc_load.t0 = now;
+        gpc_load.busy0 = busy;
+        gpc_load.self0 = self;
     }
-    *usable = ncores;
-    now = others;
-    pthread_mutex_unlock(&lock);
-    return now;
+    *usable = gpc_load.ncores;
+    others = gpc_load.others;
+    pthread_mutex_unlock(&gpc_load.lock);
+    return others;
 }
 
 #endif
