@@ -42,14 +42,16 @@ import gpc
 from gpc import _checks
 
 
-def _compete(stop, ready):
-    """The load: BLAS matrix products on every core until ``stop`` is set."""
+def _compete(stop, ready, parent):
+    """The load: BLAS matrix products on every core until ``stop`` is set or the
+    process ``parent`` is gone (a benchmark killed before it could set ``stop``
+    would otherwise leave the load running)."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=os.cpu_count() or 1, user_api="blas"):
         A = np.random.RandomState(0).randn(1000, 1000)
         ready.set()
-        while not stop.is_set():
+        while not stop.is_set() and os.getppid() == parent:
             A = A @ A
             A /= np.abs(A).max()
 
@@ -60,7 +62,8 @@ class Load:
     def __enter__(self):
         ctx = mp.get_context("spawn")
         self.stop, ready = ctx.Event(), ctx.Event()
-        self.proc = ctx.Process(target=_compete, args=(self.stop, ready), daemon=True)
+        self.proc = ctx.Process(target=_compete, args=(self.stop, ready, os.getpid()),
+                                daemon=True)
         self.proc.start()
         ready.wait(60)
         time.sleep(1.0)                     # its threads up and running
