@@ -1,4 +1,4 @@
-/* gpc's own worker threads, for the tiled factorisations of src_c/_blas.pxd.
+/* gpc's own worker threads, and the plan of each large call (src_c/_blas.pxd).
  *
  * Why gpc has threads of its own.  OpenBLAS's threaded routines split their work by
  * their thread count, so their results change in the last bits with it (dpotrf,
@@ -8,14 +8,16 @@
  * calling thread; these threads only share out the tiles, each tile computed by
  * the same calls whichever thread runs it, so the results are the same bits for
  * any number of threads, and how many threads a computation gets is gpc's choice
- * (gpc_threads below).  Not OpenMP: GNU libgomp hangs in a process forked after
- * a parallel region, and Python programs fork.
+ * (gpc_plan below: LAPACK itself when its threads have free cores, the tiles
+ * otherwise).  Not OpenMP: GNU libgomp hangs in a process forked after a parallel
+ * region, and Python programs fork.
  *
- * Every extension module that includes this header has a pool of its own: the
- * workers sleep on a condition variable between jobs (no spinning), so idle pools
- * cost nothing.  A job that finds its module's pool busy (another thread of the
- * process is using it) runs in its calling thread alone.  Without POSIX threads
- * (Windows) everything runs in the calling thread.
+ * Every extension module that includes this header has a pool of its own.  After
+ * a job its workers watch for the next one for GPC_POOL_WATCH seconds, then sleep
+ * on a condition variable, so idle pools cost nothing.  A job that finds its
+ * module's pool busy (another thread of the process is using it) runs in its
+ * calling thread alone.  The code uses POSIX threads and GCC's atomic builtins;
+ * without POSIX threads everything runs in the calling thread.
  */
 #ifndef GPC_POOL_H
 #define GPC_POOL_H
