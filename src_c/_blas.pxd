@@ -220,7 +220,8 @@ cdef inline int chol_lower_tiled_on(floating* a, int n, int threads) noexcept no
 cdef inline int chol_lower(floating* a, int n) noexcept nogil:
     """In-place lower Cholesky of the n x n Fortran buffer `a` (double or single
     precision); returns LAPACK info.  Unblocked up to UNBLOCKED_MAX (OpenBLAS
-    threads dpotrf from about 128)."""
+    threads dpotrf from about 128); above, dpotrf where gpc_plan gives its
+    threads free cores, else chol_lower_tiled_on gpc_plan's threads."""
     cdef char uplo = b'L'
     cdef int info = 0, threads = 0
     if n > UNBLOCKED_MAX:
@@ -473,10 +474,11 @@ cdef inline void _trmm_task(void* ctx, int t) noexcept nogil:
 cdef inline void trmm_lower(const double* l, int n, double* b, int m,
                             bint trans) noexcept nogil:
     """B <- L B (or L' B) for the lower triangular n x n `l` and the n x m `b`
-    (leading dimension n), in place.  Block row by block row, the blocks of a row
-    tasks of gpc's pool (gpc_threads(n^2 m / 2)) built of dgemm calls on tiles:
-    in the calling thread as far as OpenBLAS is concerned (it threads dtrmm from
-    about order 32), the same bits for any number of threads."""
+    (leading dimension n), in place: dtrmm where gpc_plan(n^2 m / 2) gives its
+    threads free cores; else block row by block row, the blocks of a row tasks of
+    gpc's pool built of dgemm calls on tiles, in the calling thread as far as
+    OpenBLAS is concerned (it threads dtrmm from about order 32), the same bits
+    for any number of threads."""
     cdef TrmmJob job
     cdef double diag[TILE * TILE]
     cdef int threads = gpc_plan(0.5 * n * n * m), nb = (n + TILE - 1) // TILE, k
@@ -567,10 +569,10 @@ cdef inline void _syrk_task(void* ctx, int t) noexcept nogil:
 cdef inline void syrk_any(bint outer, const floating* a, int k, int lda, int n,
                           double alpha, floating* c) noexcept nogil:
     """C <- C + alpha A'A (A the k x n `a`), or with ``outer`` C + alpha A A' (A
-    the n x k `a`), on the lower triangle of the n x n `c`, each block of C a task
-    of gpc's pool (gpc_threads(n^2 k / 2)) built of syrk and gemm calls on tiles:
-    in the calling thread as far as OpenBLAS is concerned, the same bits for any
-    number of threads."""
+    the n x k `a`), on the lower triangle of the n x n `c`: syrk where
+    gpc_plan(n^2 k / 2) gives its threads free cores; else each block of C a task
+    of gpc's pool built of syrk and gemm calls on tiles, in the calling thread as
+    far as OpenBLAS is concerned, the same bits for any number of threads."""
     cdef SyrkJob job
     cdef int rows = (n + TILE - 1) // TILE, threads = gpc_plan(0.5 * n * n * k)
     cdef char lo = b'L'
@@ -677,9 +679,9 @@ cdef inline void gemm_tiled(bint ta, bint tb, int m, int n, int k, double alpha,
 cdef inline int solve_right_lower_t(const double* l, int m, double* b,
                                     int n) noexcept nogil:
     """B <- B L^{-T} for the lower triangular m x m `l` and the n x m `b` (leading
-    dimension n): L^{-1} (zero above the diagonal) by tri_inverse_lower, then
-    gemm_tiled into a copy.  Returns LAPACK's info of the inversion (-1 when
-    memory ran out)."""
+    dimension n): dtrsm where gpc_plan(n m^2) gives its threads free cores; else
+    L^{-1} (zero above the diagonal) by tri_inverse_lower, then gemm_tiled into a
+    copy.  Returns LAPACK's info of the inversion (-1 when memory ran out)."""
     cdef int r, c, info
     cdef char right = b'R'
     cdef char lo = b'L'
@@ -759,10 +761,10 @@ cdef inline void symm_lower(const double* a, int n, const double* b, int ldb, in
                             double alpha, double beta, double* c,
                             int ldc) noexcept nogil:
     """C <- alpha A B + beta C for the symmetric n x n `a` (lower triangle read),
-    the n x m `b` and `c`, each block of C a task of gpc's pool
-    (gpc_threads(n^2 m)) built of dgemm calls on tiles: in the calling thread as
-    far as OpenBLAS is concerned (it threads dsymm from about order 64), the same
-    bits for any number of threads."""
+    the n x m `b` and `c`: dsymm where gpc_plan(n^2 m) gives its threads free
+    cores; else each block of C a task of gpc's pool built of dgemm calls on
+    tiles, in the calling thread as far as OpenBLAS is concerned (it threads dsymm
+    from about order 64), the same bits for any number of threads."""
     cdef SymmJob job
     cdef int rows = (n + TILE - 1) // TILE, threads = gpc_plan(<double> n * n * m)
     cdef char side = b'L'
@@ -787,7 +789,8 @@ cdef inline void symm_lower(const double* a, int n, const double* b, int ldb, in
 
 cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
     """Overwrite the lower triangular n x n `a` with its inverse; returns LAPACK
-    info.  Unblocked up to UNBLOCKED_MAX, tiled above (tri_inverse_tiled)."""
+    info.  Unblocked up to UNBLOCKED_MAX; above, dtrtri where gpc_plan gives its
+    threads free cores, else tri_inverse_tiled."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
     cdef int info = 0, threads = 0
@@ -810,7 +813,8 @@ cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
 cdef inline int lower_gram(floating* a, int n) noexcept nogil:
     """Overwrite the lower triangle of the lower triangular `a` = M with that of
     M^T M; returns LAPACK info (0).  Unblocked up to UNBLOCKED_MAX (LAPACK's
-    lauu2), tiled above (lower_gram_tiled)."""
+    lauu2); above, dlauum where gpc_plan gives its threads free cores, else
+    lower_gram_tiled."""
     cdef char uplo = b'L'
     cdef int info = 0, threads = 0
     if n > UNBLOCKED_MAX:
