@@ -10,12 +10,13 @@
 # cores are busy with other work, a call that wakes them can take a scheduler
 # period (milliseconds) instead of microseconds.  Below the orders where two threads
 # pay, gpc therefore calls routines that always run in the calling thread (LAPACK's
-# unblocked ones).  Above them, Cholesky factorisations are tiled (chol_lower_tiled):
-# BLAS calls on tiles small enough to run in the calling thread, shared out to
-# gpc's own threads (_pool.h) as many as the cores other processes leave free.
-# The other blocked routines still use OpenBLAS's threads.
+# unblocked ones).  Above them, each call is planned when it starts (gpc_plan in
+# _pool.h): LAPACK or BLAS itself when its threads have cores that other processes
+# leave free, else a tiled version: BLAS calls on tiles small enough to run in the
+# calling thread, shared out to gpc's own threads.
 from cython cimport floating
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport (dgemm, dgemv, dsymm, dsymv, dsyrk, dtrmm,
                                       dtrmv, dtrsm, sgemm, sgemv, ssymv, ssyrk)
 from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
@@ -61,6 +62,55 @@ cdef inline int _edge(int n, int i) noexcept nogil:
     return TILE if n - i > TILE else n - i
 
 
+cdef inline void _lower_tile_copy(const floating* a, int n, int k,
+                                  floating* t) noexcept nogil:
+    """t (TILE x TILE) <- the lower triangle of the diagonal block at k, zero above."""
+    cdef int r, c, b = _edge(n, k)
+    for c in range(b):
+        for r in range(b):
+            t[r + c * TILE] = a[k + r + <size_t> (k + c) * n] if r >= c else 0.0
+
+
+cdef inline void _gemm(char* ta, char* tb, int m, int n, int k, floating alpha,
+                       const floating* a, int lda, const floating* b, int ldb,
+                       floating beta, floating* c, int ldc) noexcept nogil:
+    """dgemm or sgemm by the precision of the arguments."""
+    if floating is double:
+        dgemm(ta, tb, &m, &n, &k, &alpha, <double*> a, &lda, <double*> b, &ldb, &beta,
+              c, &ldc)
+    else:
+        sgemm(ta, tb, &m, &n, &k, &alpha, <float*> a, &lda, <float*> b, &ldb, &beta,
+              c, &ldc)
+
+
+cdef inline void _syrk(char* trans, int n, int k, floating alpha, const floating* a,
+                       int lda, floating beta, floating* c, int ldc) noexcept nogil:
+    """dsyrk or ssyrk on the lower triangle by the precision of the arguments."""
+    cdef char lo = b'L'
+    if floating is double:
+        dsyrk(&lo, trans, &n, &k, &alpha, <double*> a, &lda, &beta, c, &ldc)
+    else:
+        ssyrk(&lo, trans, &n, &k, &alpha, <float*> a, &lda, &beta, c, &ldc)
+
+
+cdef inline void _tile_store(const floating* t, floating* a, int n, int i, int j,
+                             int h, int w) noexcept nogil:
+    """The h x w block of `a` at rows i, columns j <- the scratch tile t."""
+    cdef int r, c
+    for c in range(w):
+        for r in range(h):
+            a[i + r + <size_t> (j + c) * n] = t[r + c * TILE]
+
+
+cdef inline void _lower_tile_store(const floating* t, floating* a, int n,
+                                   int k) noexcept nogil:
+    """The lower triangle of the diagonal block of `a` at k <- that of tile t."""
+    cdef int r, c, b = _edge(n, k)
+    for c in range(b):
+        for r in range(c, b):
+            a[k + r + <size_t> (k + c) * n] = t[r + c * TILE]
+
+
 cdef struct TileJob:
     # One step of a tiled routine, shared by the tasks of gpc_pool_run.
     void* a         # the n x n Fortran matrix
@@ -79,42 +129,25 @@ cdef inline void _tile_times_inverse(floating* a, int n, int i, int k,
     a scratch tile, copied back)."""
     cdef char nt = b'N'
     cdef char tr = b'T'
-    cdef floating one = 1.0, zero = 0.0
     cdef floating panel[TILE * TILE]
-    cdef int h = _edge(n, i), b = _edge(n, k), r, c, tile = TILE
-    if floating is double:
-        dgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, <double*> inv,
-              &tile, &zero, panel, &tile)
-    else:
-        sgemm(&nt, &tr, &h, &b, &b, &one, a + i + <size_t> k * n, &n, <float*> inv,
-              &tile, &zero, panel, &tile)
-    for c in range(b):
-        for r in range(h):
-            a[i + r + <size_t> (k + c) * n] = panel[r + c * tile]
+    cdef int h = _edge(n, i), b = _edge(n, k)
+    _gemm(&nt, &tr, h, b, b, 1.0, a + i + <size_t> k * n, n, inv, TILE, 0.0, panel,
+          TILE)
+    _tile_store(panel, a, n, i, k, h, b)
 
 
 cdef inline void _tile_downdate(floating* a, int n, int i, int j,
                                 int k) noexcept nogil:
     """A[i, j] -= A[i, k] A[j, k]' for the blocks at rows i, j and column k
     (dsyrk on the lower triangle when i == j, else dgemm)."""
-    cdef char lo = b'L'
     cdef char nt = b'N'
     cdef char tr = b'T'
-    cdef floating one = 1.0, minus = -1.0
     cdef int h = _edge(n, i), w = _edge(n, j), b = _edge(n, k)
     if i == j:
-        if floating is double:
-            dsyrk(&lo, &nt, &h, &b, &minus, a + i + <size_t> k * n, &n, &one,
-                  a + i + <size_t> i * n, &n)
-        else:
-            ssyrk(&lo, &nt, &h, &b, &minus, a + i + <size_t> k * n, &n, &one,
-                  a + i + <size_t> i * n, &n)
-    elif floating is double:
-        dgemm(&nt, &tr, &h, &w, &b, &minus, a + i + <size_t> k * n, &n,
-              a + j + <size_t> k * n, &n, &one, a + i + <size_t> j * n, &n)
+        _syrk(&nt, h, b, -1.0, a + i + <size_t> k * n, n, 1.0, a + i + <size_t> i * n, n)
     else:
-        sgemm(&nt, &tr, &h, &w, &b, &minus, a + i + <size_t> k * n, &n,
-              a + j + <size_t> k * n, &n, &one, a + i + <size_t> j * n, &n)
+        _gemm(&nt, &tr, h, w, b, -1.0, a + i + <size_t> k * n, n,
+              a + j + <size_t> k * n, n, 1.0, a + i + <size_t> j * n, n)
 
 
 cdef inline int _chol_diagonal(floating* a, int n, int k,
@@ -125,16 +158,14 @@ cdef inline int _chol_diagonal(floating* a, int n, int k,
     fast kernels, unlike the unblocked dpotf2).  Returns LAPACK's info."""
     cdef char lo = b'L'
     cdef char diag = b'N'
-    cdef int r, c, info = 0, tile = TILE, b = _edge(n, k)
+    cdef int info = 0, tile = TILE, b = _edge(n, k)
     if floating is double:
         dpotrf(&lo, &b, a + k + <size_t> k * n, &n, &info)
     else:
         spotrf(&lo, &b, a + k + <size_t> k * n, &n, &info)
     if info != 0 or k + b == n:
         return info
-    for c in range(b):
-        for r in range(b):
-            inv[r + c * tile] = a[k + r + <size_t> (k + c) * n] if r >= c else 0.0
+    _lower_tile_copy(a, n, k, inv)
     if floating is double:
         dtrtri(&lo, &diag, &b, inv, &tile, &info)
     else:
@@ -178,21 +209,16 @@ cdef inline void _chol_task(void* ctx, int t) noexcept nogil:
         _chol_update(<double*> job.a, job, t)
 
 
-cdef inline int chol_lower_tiled(floating* a, int n) noexcept nogil:
+cdef inline int chol_lower_tiled_on(floating* a, int n, int threads) noexcept nogil:
     """In-place lower Cholesky of the n x n Fortran buffer `a`, right-looking in
     TILE-wide block columns, every BLAS and LAPACK call on a tile small enough to
     run in the calling thread: for each block column, the blocks below the
     diagonal times the diagonal block's inverse, then the update of every block
-    right of it, each block a task of gpc's pool on gpc_threads(n^3 / 3) threads
+    right of it, each block a task of gpc's pool on at most `threads` threads
     (the next diagonal block factorised by the first task, a step ahead).  Each
     block is the same calls, in the same order, on any thread, so the factor is
     the same bits for any number of threads.  The upper triangle is not touched.
     Returns LAPACK's info (the order of the failed leading minor)."""
-    return chol_lower_tiled_on(a, n, gpc_threads(<double> n * n * n / 3.0))
-
-
-cdef inline int chol_lower_tiled_on(floating* a, int n, int threads) noexcept nogil:
-    """chol_lower_tiled on at most `threads` threads."""
     cdef floating inv[2 * TILE * TILE]
     cdef TileJob job
     cdef int rows
@@ -223,20 +249,20 @@ cdef inline int chol_lower(floating* a, int n) noexcept nogil:
     threads dpotrf from about 128); above, dpotrf where gpc_plan gives its
     threads free cores, else chol_lower_tiled_on gpc_plan's threads."""
     cdef char uplo = b'L'
-    cdef int info = 0, threads = 0
-    if n > UNBLOCKED_MAX:
-        threads = gpc_plan(<double> n * n * n / 3.0)
-        if threads > 0:
-            return chol_lower_tiled_on(a, n, threads)
-    if floating is double:
-        if threads == 0 and n > UNBLOCKED_MAX:
-            dpotrf(&uplo, &n, a, &n, &info)
-        else:
+    cdef int info = 0, threads
+    if n <= UNBLOCKED_MAX:
+        if floating is double:
             dpotf2(&uplo, &n, a, &n, &info)
-    elif threads == 0 and n > UNBLOCKED_MAX:
-        spotrf(&uplo, &n, a, &n, &info)
+        else:
+            spotf2(&uplo, &n, a, &n, &info)
+        return info
+    threads = gpc_plan(<double> n * n * n / 3.0)
+    if threads > 0:
+        return chol_lower_tiled_on(a, n, threads)
+    if floating is double:
+        dpotrf(&uplo, &n, a, &n, &info)
     else:
-        spotf2(&uplo, &n, a, &n, &info)
+        spotrf(&uplo, &n, a, &n, &info)
     return info
 
 
@@ -251,27 +277,6 @@ cdef struct TriJob:
     int info        # the first failed diagonal block's LAPACK info (1-based row)
     bint single     # float (else double)
     int phase       # which tasks the job runs (_chol_task, _tri_task)
-
-
-cdef inline void _lower_tile_copy(const floating* a, int n, int k,
-                                  floating* t) noexcept nogil:
-    """t (TILE x TILE) <- the lower triangle of the diagonal block at k, zero above."""
-    cdef int r, c, b = _edge(n, k)
-    for c in range(b):
-        for r in range(b):
-            t[r + c * TILE] = a[k + r + <size_t> (k + c) * n] if r >= c else 0.0
-
-
-cdef inline void _gemm(char* ta, char* tb, int m, int n, int k, floating alpha,
-                       const floating* a, int lda, const floating* b, int ldb,
-                       floating beta, floating* c, int ldc) noexcept nogil:
-    """dgemm or sgemm by the precision of the arguments."""
-    if floating is double:
-        dgemm(ta, tb, &m, &n, &k, &alpha, <double*> a, &lda, <double*> b, &ldb, &beta,
-              c, &ldc)
-    else:
-        sgemm(ta, tb, &m, &n, &k, &alpha, <float*> a, &lda, <float*> b, &ldb, &beta,
-              c, &ldc)
 
 
 cdef inline void _tri_diag(floating* a, TriJob* job, int t) noexcept nogil:
@@ -318,7 +323,7 @@ cdef inline int tri_inverse_tiled(floating* a, int n, int threads) noexcept nogi
     far as OpenBLAS is concerned, the same bits for any number of threads.
     Returns LAPACK's info (-1 when memory ran out)."""
     cdef TriJob job
-    cdef int r, c, w, k
+    cdef int r, c, k
     cdef floating* diag
     cdef floating* panel
     job.a = a
@@ -345,11 +350,7 @@ cdef inline int tri_inverse_tiled(floating* a, int n, int threads) noexcept nogi
         job.j -= 1
     if job.info == 0:
         for k in range(job.nb):              # the inverted diagonal blocks
-            w = _edge(n, k * TILE)
-            for c in range(w):
-                for r in range(c, w):
-                    a[k * TILE + r + <size_t> (k * TILE + c) * n] = \
-                        diag[<size_t> k * TILE * TILE + r + c * TILE]
+            _lower_tile_store(diag + <size_t> k * TILE * TILE, a, n, k * TILE)
     free(diag)
     return job.info
 
@@ -360,11 +361,9 @@ cdef inline void _gram(floating* a, TriJob* job, int t) noexcept nogil:
     the panel (M_ii is read by every task of the row), the others in place."""
     cdef char nt = b'N'
     cdef char tr = b'T'
-    cdef char lo = b'L'
-    cdef floating one = 1.0
     cdef floating acc[TILE * TILE]
     cdef int n = job.n, i = job.j * TILE, j = t * TILE, k = i + TILE
-    cdef int h = _edge(n, i), w = _edge(n, j), bk, r, c, tile = TILE
+    cdef int h = _edge(n, i), w = _edge(n, j), bk
     cdef floating* d = <floating*> job.diag          # M_ii, zero above the diagonal
     cdef floating* out = <floating*> job.panel if i == j else acc
     _gemm(&tr, &nt, h, w, h, 1.0, d, TILE,
@@ -374,15 +373,11 @@ cdef inline void _gram(floating* a, TriJob* job, int t) noexcept nogil:
         if i != j:
             _gemm(&tr, &nt, h, w, bk, 1.0, a + k + <size_t> i * n, n,
                   a + k + <size_t> j * n, n, 1.0, out, TILE)
-        elif floating is double:
-            dsyrk(&lo, &tr, &h, &bk, &one, a + k + <size_t> i * n, &n, &one, out, &tile)
         else:
-            ssyrk(&lo, &tr, &h, &bk, &one, a + k + <size_t> i * n, &n, &one, out, &tile)
+            _syrk(&tr, h, bk, 1.0, a + k + <size_t> i * n, n, 1.0, out, TILE)
         k += TILE
     if i != j:
-        for c in range(w):
-            for r in range(h):
-                a[i + r + <size_t> (j + c) * n] = acc[r + c * tile]
+        _tile_store(acc, a, n, i, j, h, w)
 
 
 cdef inline void _tri_task(void* ctx, int t) noexcept nogil:
@@ -413,7 +408,7 @@ cdef inline void lower_gram_tiled(floating* a, int n, int threads) noexcept nogi
     through dgemm too: M_ii' M_ii with M_ii zero-padded.)"""
     cdef TriJob job
     cdef floating tiles[2 * TILE * TILE]
-    cdef int r, c, w, k
+    cdef int k
     job.a = a
     job.n = n
     job.single = floating is float
@@ -425,10 +420,7 @@ cdef inline void lower_gram_tiled(floating* a, int n, int threads) noexcept nogi
         job.j = k
         _lower_tile_copy(a, n, k * TILE, tiles)
         gpc_pool_run(threads, _tri_task, &job, k + 1)
-        w = _edge(n, k * TILE)
-        for c in range(w):
-            for r in range(c, w):
-                a[k * TILE + r + <size_t> (k * TILE + c) * n] = tiles[TILE * TILE + r + c * TILE]
+        _lower_tile_store(tiles + TILE * TILE, a, n, k * TILE)
 
 
 cdef struct TrmmJob:
@@ -450,25 +442,18 @@ cdef inline void _trmm_task(void* ctx, int t) noexcept nogil:
     cdef char nt = b'N'
     cdef char tr = b'T'
     cdef char* ta = &tr if job.trans else &nt
-    cdef double one = 1.0, zero = 0.0
     cdef double acc[TILE * TILE]
-    cdef int n = job.n, i = job.i * TILE, c = t * TILE, k, bk, r, q, tile = TILE
+    cdef int n = job.n, i = job.i * TILE, c = t * TILE, k
     cdef int h = _edge(n, i), w = _edge(job.m, c)
-    dgemm(ta, &nt, &h, &w, &h, &one, job.diag, &tile, job.b + i + <size_t> c * n, &n,
-          &zero, acc, &tile)
+    _gemm(ta, &nt, h, w, h, 1.0, job.diag, TILE, job.b + i + <size_t> c * n, n, 0.0,
+          acc, TILE)
     k = i + TILE if job.trans else 0
     while k < (n if job.trans else i):
-        bk = _edge(n, k)
-        if job.trans:
-            dgemm(&tr, &nt, &h, &w, &bk, &one, <double*> job.l + k + <size_t> i * n, &n,
-                  job.b + k + <size_t> c * n, &n, &one, acc, &tile)
-        else:
-            dgemm(&nt, &nt, &h, &w, &bk, &one, <double*> job.l + i + <size_t> k * n, &n,
-                  job.b + k + <size_t> c * n, &n, &one, acc, &tile)
+        _gemm(ta, &nt, h, w, _edge(n, k), 1.0,
+              job.l + (k + <size_t> i * n if job.trans else i + <size_t> k * n), n,
+              job.b + k + <size_t> c * n, n, 1.0, acc, TILE)
         k += TILE
-    for q in range(w):
-        for r in range(h):
-            job.b[i + r + <size_t> (c + q) * n] = acc[r + q * tile]
+    _tile_store(acc, job.b, n, i, c, h, w)
 
 
 cdef inline void trmm_lower(const double* l, int n, double* b, int m,
@@ -505,28 +490,28 @@ cdef inline void trmm_lower(const double* l, int n, double* b, int m,
 
 
 cdef struct SyrkJob:
-    # syrk_lower: C (lower) += alpha A'A (or A A'), one task per block of C.
+    # syrk_lower: C (lower) <- alpha A'A (or A A') + beta C, one task per block of C.
     const void* a   # A: k x n (A'A) or n x k (A A'), leading dimension lda
     int lda
     int n
     int k
     bint outer      # A A' instead of A'A
     double alpha
+    double beta
     void* c         # the n x n C (leading dimension n)
     bint single     # float (else double)
 
 
 cdef inline void _syrk_block(const floating* a, floating* cm, SyrkJob* job,
                              int t) noexcept nogil:
-    """Block (i, j), i >= j, numbered down the block columns, of C += alpha A'A
-    (A A'): sum over TILE-wide steps of the inner dimension of dgemm (dsyrk on
-    the diagonal blocks)."""
+    """Block (i, j), i >= j, numbered down the block columns, of C <- alpha A'A
+    (A A') + beta C: sum over TILE-wide steps of the inner dimension of dgemm
+    (dsyrk on the diagonal blocks), beta applied by the first."""
     cdef char nt = b'N'
     cdef char tr = b'T'
-    cdef char lo = b'L'
     cdef char* ta = &nt if job.outer else &tr
     cdef char* tb = &tr if job.outer else &nt
-    cdef floating one = 1.0, alpha = job.alpha
+    cdef floating alpha = job.alpha, beta = job.beta
     cdef int rows = (job.n + TILE - 1) // TILE, j = 0, i, kk = 0, bk, h, w
     cdef int lda = job.lda, n = job.n
     cdef const floating* ai
@@ -547,14 +532,11 @@ cdef inline void _syrk_block(const floating* a, floating* cm, SyrkJob* job,
             ai = a + kk + <size_t> i * lda
             aj = a + kk + <size_t> j * lda
         if i != j:
-            _gemm(ta, tb, h, w, bk, alpha, ai, lda, aj, lda, 1.0,
+            _gemm(ta, tb, h, w, bk, alpha, ai, lda, aj, lda, beta,
                   cm + i + <size_t> j * n, n)
-        elif floating is double:
-            dsyrk(&lo, ta, &h, &bk, &alpha, <double*> ai, &lda, &one,
-                  cm + i + <size_t> i * n, &n)
         else:
-            ssyrk(&lo, ta, &h, &bk, &alpha, <float*> ai, &lda, &one,
-                  cm + i + <size_t> i * n, &n)
+            _syrk(ta, h, bk, alpha, ai, lda, beta, cm + i + <size_t> i * n, n)
+        beta = 1.0
         kk += TILE
 
 
@@ -566,25 +548,21 @@ cdef inline void _syrk_task(void* ctx, int t) noexcept nogil:
         _syrk_block(<const double*> job.a, <double*> job.c, job, t)
 
 
-cdef inline void syrk_any(bint outer, const floating* a, int k, int lda, int n,
-                          double alpha, floating* c) noexcept nogil:
-    """C <- C + alpha A'A (A the k x n `a`), or with ``outer`` C + alpha A A' (A
-    the n x k `a`), on the lower triangle of the n x n `c`: syrk where
+cdef inline void syrk_lower(bint outer, const floating* a, int k, int lda, int n,
+                            double alpha, double beta, floating* c) noexcept nogil:
+    """C <- alpha A'A + beta C (A the k x n `a`, k >= 1), or with ``outer``
+    alpha A A' + beta C (A the n x k `a`), on the lower triangle of the n x n
+    `c`: syrk where
     gpc_plan(n^2 k / 2) gives its threads free cores; else each block of C a task
     of gpc's pool built of syrk and gemm calls on tiles, in the calling thread as
     far as OpenBLAS is concerned, the same bits for any number of threads."""
     cdef SyrkJob job
     cdef int rows = (n + TILE - 1) // TILE, threads = gpc_plan(0.5 * n * n * k)
-    cdef char lo = b'L'
     cdef char tr = b'N' if outer else b'T'
-    cdef floating one = 1.0, fa = alpha
     if n == 0 or k == 0:
         return
     if threads == 0:
-        if floating is double:
-            dsyrk(&lo, &tr, &n, &k, &fa, <double*> a, &lda, &one, c, &n)
-        else:
-            ssyrk(&lo, &tr, &n, &k, &fa, <float*> a, &lda, &one, c, &n)
+        _syrk(&tr, n, k, <floating> alpha, a, lda, <floating> beta, c, n)
         return
     job.a = a
     job.lda = lda
@@ -592,121 +570,53 @@ cdef inline void syrk_any(bint outer, const floating* a, int k, int lda, int n,
     job.k = k
     job.outer = outer
     job.alpha = alpha
+    job.beta = beta
     job.c = c
     job.single = floating is float
     gpc_pool_run(threads, _syrk_task, &job, rows * (rows + 1) // 2)
 
 
-cdef inline void syrk_lower(const double* a, int k, int lda, int n, double alpha,
-                            double* c) noexcept nogil:
-    """C <- C + alpha A'A on the lower triangle of the n x n `c`, A the k x n `a`
-    (syrk_any)."""
-    syrk_any(False, a, k, lda, n, alpha, c)
-
-
-cdef struct GemmJob:
-    # gemm_tiled: C <- alpha op(A) op(B) + beta C, one task per block of C.
-    const double* a
-    const double* b
-    double* c
-    int lda
-    int ldb
-    int ldc
-    int m
-    int n
-    int k
-    bint ta
-    bint tb
-    double alpha
-    double beta
-
-
-cdef inline void _gemm_task(void* ctx, int t) noexcept nogil:
-    """Block t of C (numbered down the block columns): its product in TILE-wide
-    steps of the inner dimension, in order."""
-    cdef GemmJob* job = <GemmJob*> ctx
-    cdef char nt = b'N'
-    cdef char tr = b'T'
-    cdef int rows = (job.m + TILE - 1) // TILE
-    cdef int i = (t % rows) * TILE, j = (t // rows) * TILE, kk = 0
-    cdef int h = _edge(job.m, i), w = _edge(job.n, j)
-    cdef double beta = job.beta
-    cdef const double* ap
-    cdef const double* bp
-    while kk < job.k:
-        ap = job.a + (kk + <size_t> i * job.lda if job.ta else i + <size_t> kk * job.lda)
-        bp = job.b + (j + <size_t> kk * job.ldb if job.tb else kk + <size_t> j * job.ldb)
-        _gemm(&tr if job.ta else &nt, &tr if job.tb else &nt, h, w, _edge(job.k, kk),
-              job.alpha, ap, job.lda, bp, job.ldb, beta,
-              job.c + i + <size_t> j * job.ldc, job.ldc)
-        beta = 1.0
-        kk += TILE
-    if job.k == 0:                           # C <- beta C
-        for kk in range(w):
-            for t in range(h):
-                job.c[i + t + <size_t> (j + kk) * job.ldc] = 0.0 if beta == 0.0 \
-                    else beta * job.c[i + t + <size_t> (j + kk) * job.ldc]
-
-
-cdef inline void gemm_tiled(bint ta, bint tb, int m, int n, int k, double alpha,
-                            const double* a, int lda, const double* b, int ldb,
-                            double beta, double* c, int ldc) noexcept nogil:
-    """C <- alpha op(A) op(B) + beta C (op: transposed when ta / tb) for the m x n
-    C, each TILE x TILE block of C a task of gpc's pool (gpc_threads(m n k)) that
-    sums its products over TILE-wide steps of k in order: in the calling thread as
-    far as OpenBLAS is concerned, the same bits for any number of threads.  C must
-    not overlap A or B."""
-    cdef GemmJob job
-    if m == 0 or n == 0:
-        return
-    job.a = a
-    job.b = b
-    job.c = c
-    job.lda = lda
-    job.ldb = ldb
-    job.ldc = ldc
-    job.m = m
-    job.n = n
-    job.k = k
-    job.ta = ta
-    job.tb = tb
-    job.alpha = alpha
-    job.beta = beta
-    gpc_pool_run(gpc_threads(<double> m * n * k), _gemm_task, &job,
-                 ((m + TILE - 1) // TILE) * ((n + TILE - 1) // TILE))
+cdef inline int solve_right_tiled(const double* l, int m, double* b,
+                                  int n) noexcept nogil:
+    """B <- B L^{-T} for the lower triangular m x m `l` and the n x m `b` (leading
+    dimension n), as (B L^{-T})' = L^{-1} B': tri_inverse_lower, then trmm_lower
+    on a transposed copy.  Returns LAPACK's info of the inversion (-1 when memory
+    ran out)."""
+    cdef int r, c, info
+    cdef double* inv = <double*> malloc((<size_t> m * m + <size_t> n * m)
+                                        * sizeof(double))
+    cdef double* bt
+    if inv == NULL:
+        return -1
+    bt = inv + <size_t> m * m
+    memcpy(inv, l, <size_t> m * m * sizeof(double))
+    info = tri_inverse_lower(inv, m)
+    if info == 0:
+        for c in range(m):
+            for r in range(n):
+                bt[c + <size_t> r * m] = b[r + <size_t> c * n]
+        trmm_lower(inv, m, bt, n, False)
+        for c in range(m):
+            for r in range(n):
+                b[r + <size_t> c * n] = bt[c + <size_t> r * m]
+    free(inv)
+    return info
 
 
 cdef inline int solve_right_lower_t(const double* l, int m, double* b,
                                     int n) noexcept nogil:
     """B <- B L^{-T} for the lower triangular m x m `l` and the n x m `b` (leading
-    dimension n): dtrsm where gpc_plan(n m^2) gives its threads free cores; else
-    L^{-1} (zero above the diagonal) by tri_inverse_lower, then gemm_tiled into a
-    copy.  Returns LAPACK's info of the inversion (-1 when memory ran out)."""
-    cdef int r, c, info
+    dimension n): dtrsm where gpc_plan(n m^2) gives its threads free cores, else
+    solve_right_tiled.  Returns LAPACK's info (-1 when memory ran out)."""
     cdef char right = b'R'
     cdef char lo = b'L'
     cdef char tr = b'T'
     cdef char nd = b'N'
     cdef double one = 1.0
-    cdef double* inv
-    cdef double* out
-    if gpc_plan(<double> n * m * m) == 0:
-        dtrsm(&right, &lo, &tr, &nd, &n, &m, &one, <double*> l, &m, b, &n)
-        return 0
-    inv = <double*> malloc((<size_t> m * m + <size_t> n * m) * sizeof(double))
-    if inv == NULL:
-        return -1
-    out = inv + <size_t> m * m
-    for c in range(m):
-        for r in range(m):
-            inv[r + <size_t> c * m] = l[r + <size_t> c * m] if r >= c else 0.0
-    info = tri_inverse_lower(inv, m)
-    if info == 0:
-        gemm_tiled(False, True, n, m, m, 1.0, b, n, inv, m, 0.0, out, n)
-        for r in range(n * m):
-            b[r] = out[r]
-    free(inv)
-    return info
+    if gpc_plan(<double> n * m * m) != 0:
+        return solve_right_tiled(l, m, b, n)
+    dtrsm(&right, &lo, &tr, &nd, &n, &m, &one, <double*> l, &m, b, &n)
+    return 0
 
 
 cdef struct SymmJob:
@@ -793,20 +703,20 @@ cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
     threads free cores, else tri_inverse_tiled."""
     cdef char uplo = b'L'
     cdef char diag = b'N'
-    cdef int info = 0, threads = 0
-    if n > UNBLOCKED_MAX:
-        threads = gpc_plan(<double> n * n * n / 6.0)
-        if threads > 0:
-            return tri_inverse_tiled(a, n, threads)
-    if floating is double:
-        if n > UNBLOCKED_MAX:
-            dtrtri(&uplo, &diag, &n, a, &n, &info)
-        else:
+    cdef int info = 0, threads
+    if n <= UNBLOCKED_MAX:
+        if floating is double:
             dtrti2(&uplo, &diag, &n, a, &n, &info)
-    elif n > UNBLOCKED_MAX:
-        strtri(&uplo, &diag, &n, a, &n, &info)
+        else:
+            strti2(&uplo, &diag, &n, a, &n, &info)
+        return info
+    threads = gpc_plan(<double> n * n * n / 6.0)
+    if threads > 0:
+        return tri_inverse_tiled(a, n, threads)
+    if floating is double:
+        dtrtri(&uplo, &diag, &n, a, &n, &info)
     else:
-        strti2(&uplo, &diag, &n, a, &n, &info)
+        strtri(&uplo, &diag, &n, a, &n, &info)
     return info
 
 
@@ -816,21 +726,21 @@ cdef inline int lower_gram(floating* a, int n) noexcept nogil:
     lauu2); above, dlauum where gpc_plan gives its threads free cores, else
     lower_gram_tiled."""
     cdef char uplo = b'L'
-    cdef int info = 0, threads = 0
-    if n > UNBLOCKED_MAX:
-        threads = gpc_plan(<double> n * n * n / 6.0)
-        if threads > 0:
-            lower_gram_tiled(a, n, threads)
-            return 0
-    if floating is double:
-        if n > UNBLOCKED_MAX:
-            dlauum(&uplo, &n, a, &n, &info)
-        else:
+    cdef int info = 0, threads
+    if n <= UNBLOCKED_MAX:
+        if floating is double:
             dlauu2(&uplo, &n, a, &n, &info)
-    elif n > UNBLOCKED_MAX:
-        slauum(&uplo, &n, a, &n, &info)
+        else:
+            slauu2(&uplo, &n, a, &n, &info)
+        return info
+    threads = gpc_plan(<double> n * n * n / 6.0)
+    if threads > 0:
+        lower_gram_tiled(a, n, threads)
+        return 0
+    if floating is double:
+        dlauum(&uplo, &n, a, &n, &info)
     else:
-        slauu2(&uplo, &n, a, &n, &info)
+        slauum(&uplo, &n, a, &n, &info)
     return info
 
 
@@ -882,7 +792,7 @@ cdef enum:
     GEMV_ROWS = 2048
 
 
-cdef inline void _panel_gemv_any(bint transpose, int m, int w, floating alpha,
+cdef inline void _panel_gemv(bint transpose, int m, int w, floating alpha,
                                  const floating* a, int n, const floating* x,
                                  floating* y) noexcept nogil:
     """y += alpha P x (P' x when transposed) for the m x w panel P at `a`
@@ -940,21 +850,21 @@ cdef inline void symv_any(bint upper, const floating* a, int n, const floating* 
             panel = a + <size_t> j * n
             m = j
             if m > 0:
-                _panel_gemv_any(False, m, w, alpha, panel, n, x + j, y)
-                _panel_gemv_any(True, m, w, alpha, panel, n, x, y + j)
+                _panel_gemv(False, m, w, alpha, panel, n, x + j, y)
+                _panel_gemv(True, m, w, alpha, panel, n, x, y + j)
         else:                                # the panel below: rows j + w .. n
             panel = a + j + w + <size_t> j * n
             m = n - j - w
             if m > 0:
-                _panel_gemv_any(False, m, w, alpha, panel, n, x + j, y + j + w)
-                _panel_gemv_any(True, m, w, alpha, panel, n, x + j + w, y + j)
+                _panel_gemv(False, m, w, alpha, panel, n, x + j, y + j + w)
+                _panel_gemv(True, m, w, alpha, panel, n, x + j + w, y + j)
         j += TILE
 
 
 cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
                             double alpha, double beta) noexcept nogil:
-    """y <- alpha A x + beta y for symmetric A stored in the lower triangle, in the
-    calling thread (symv_any)."""
+    """y <- alpha A x + beta y for symmetric A stored in the lower triangle
+    (symv_any)."""
     symv_any(False, a, n, x, y, alpha, beta)
 
 
@@ -979,7 +889,7 @@ cdef inline void trmv_lower(const double* a, int n, double* x,
             _trmv_tile(a, n, j, w, x, True)
             m = n - j - w
             if m > 0:
-                _panel_gemv_any(True, m, w, 1.0, a + j + w + <size_t> j * n, n,
+                _panel_gemv(True, m, w, 1.0, a + j + w + <size_t> j * n, n,
                             x + j + w, x + j)
             j += TILE
     else:
@@ -988,7 +898,7 @@ cdef inline void trmv_lower(const double* a, int n, double* x,
             w = _edge(n, j)
             m = n - j - w
             if m > 0:
-                _panel_gemv_any(False, m, w, 1.0, a + j + w + <size_t> j * n, n,
+                _panel_gemv(False, m, w, 1.0, a + j + w + <size_t> j * n, n,
                             x + j, x + j + w)
             _trmv_tile(a, n, j, w, x, False)
             j -= TILE

@@ -8,8 +8,8 @@ from libc.math cimport fabs
 from cython cimport floating
 
 from _blas cimport (Tiles, chol_lower, chol_lower_tiled_on, gpc_threads,
-                   lower_gram_tiled, symv_lower, sync_threads, tiles_next, tiles_start,
-                   tri_inverse_tiled, trmv_lower)
+                   lower_gram_tiled, solve_right_tiled, symv_lower, sync_threads,
+                   tiles_next, tiles_start, tri_inverse_tiled, trmv_lower)
 
 import numpy as np
 
@@ -212,3 +212,17 @@ def _blas2(str op, const double[::1, :] A, double[::1] x):
     elif op != "symv":
         raise ValueError(f"unknown op {op!r}")
     return np.asarray(y)
+
+
+def _solve_right_tiled(const double[::1, :] L, double[::1, :] B):
+    """Test hook, not API: B <- B L^{-T} in place by the tiled route of
+    ``_blas.solve_right_lower_t`` (L lower triangular m x m, B n x m); returns
+    LAPACK's info."""
+    cdef int info, m = L.shape[0], n = B.shape[0]
+    if L.shape[1] != m or B.shape[1] != m:
+        raise ValueError("inconsistent shapes")
+    if m == 0 or n == 0:
+        return 0
+    with nogil:
+        info = solve_right_tiled(&L[0, 0], m, &B[0, 0], n)
+    return info

@@ -86,10 +86,7 @@ def sym_stationary(const double[:, ::1] Z, double variance, bint se):
                     v = v + Z[i, k] * Z[i, k]
                 h[i] = 0.5 * v
             # Z (C order, n x d) is the Fortran d x n matrix Z'; K = (Z')' Z' = Z Z'.
-            for j in range(n):
-                for i in range(j, n):
-                    K[i, j] = 0.0
-            syrk_lower(&Z[0, 0], d, d, n, 1.0, &K[0, 0])
+            syrk_lower(False, &Z[0, 0], d, d, n, 1.0, 0.0, &K[0, 0])
         tiles_start(&t, n, 64)
         while tiles_next(&t):
             for j in range(t.j0, t.j1):

@@ -42,7 +42,7 @@ import numpy as np
 from scipy.linalg.cython_blas cimport ddot, dgemv
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
                    scale_site_inverse, solve_right_lower_t, symm_lower, symv_any,
-                   symv_lower, syr_lower, syrk_any, syrk_lower, sync_threads,
+                   symv_lower, syr_lower, syrk_lower, sync_threads,
                    tri_inverse_lower, trmm_lower, trmv_lower)
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
                   lik_derivs, lik_gauss_moments)
@@ -486,7 +486,7 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
     for j in range(n):
         for i in range(j, n):
             Sigma[i + j * n] = K[i + j * n]
-    syrk_lower(V, n, n, n, -1.0, Sigma)
+    syrk_lower(False, V, n, n, n, -1.0, 1.0, Sigma)
     return 0
 
 
@@ -508,7 +508,7 @@ cdef void _marginals(const double* K, const double* L, const double* Linv,
     if Sigma != NULL:
         _full_sigma(K, Linv, S, Sigma, V, n)
         if m > 0:
-            syrk_any(True, ng.W, m, n, n, 1.0, Sigma)
+            syrk_lower(True, ng.W, m, n, n, 1.0, 1.0, Sigma)
         for i in range(n):
             var[i] = Sigma[i + i * n]
             if var[i] < 1e-300:
@@ -601,7 +601,7 @@ cdef int _linearisation(const double* Linv, float* M, const double* S, int n,
                 M[i + j * n] = <float> ng.G[i + c * n]
             elif i < j:
                 M[j + i * n] = <float> ng.G[i + c * n]
-    syrk_any(True, W32, m, n, n, 1.0, M)
+    syrk_lower(True, W32, m, n, n, 1.0, 1.0, M)
     free(W32)
     gpc_model_pass(M, NULL, NULL, n, False, True)
     return ST_OK
@@ -1551,5 +1551,5 @@ def evidence_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q
             fill_site_dK(&dK[0, 0], &b[0], NULL, &S[0], n)   # scaled in the pass
         else:
             scale_site_inverse(&dK[0, 0], &S[0], n)
-            syrk_any(True, &Q[0, 0], m, n, n, -1.0, &dK[0, 0])
+            syrk_lower(True, &Q[0, 0], m, n, n, -1.0, 1.0, &dK[0, 0])
             fill_site_dK(&dK[0, 0], &b[0], NULL, NULL, n)

@@ -537,6 +537,70 @@ def test_panel_products_are_blas():
                                        atol=1e-12 * np.sqrt(n) * np.abs(ref).max())
 
 
+def test_tiled_right_solve_is_lapacks():
+    from scipy.linalg import solve_triangular
+
+    from gpc import _checks
+
+    rng = np.random.RandomState(4)
+    for m, n in ((1, 5), (3, 300), (70, 200), (130, 400)):
+        L = np.asfortranarray(np.linalg.cholesky(_spd(m, seed=m)))
+        B = np.asfortranarray(rng.randn(n, m))
+        ref = solve_triangular(L, B.T, lower=True).T            # B L^{-T}
+        assert _checks._solve_right_tiled(L, B) == 0
+        np.testing.assert_allclose(B, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+def _busy_route_available():
+    from gpc import _threads
+
+    if _threads.limits()[1] == 1:
+        pytest.skip("one BLAS thread: LAPACK's route is the calling thread's")
+
+
+def test_a_thread_limit_below_the_blas_threads_takes_the_tiled_route():
+    from gpc import _checks
+
+    _busy_route_available()
+    A = _spd(300)
+    planned = np.empty((300, 300), order="F")
+    with gpc.thread_limit(1):
+        assert _checks.factorises(A, 0.0, planned)
+    tiled = A.copy(order="F")
+    _checks._tiled("cholesky", tiled, 1)
+    assert np.array_equal(np.tril(planned), np.tril(tiled))
+
+
+@pytest.mark.parametrize("method, options, lik", [
+    ("laplace", {}, "logit"), ("ep", {"updates": "parallel"}, "probit"),
+    ("ep", {"updates": "sequential"}, "probit"), ("vb", {}, "logit")])
+def test_the_busy_route_gives_the_idle_routes_answer(method, options, lik):
+    # Under a thread limit below the BLAS thread count every large call takes
+    # gpc's tiled route (what a busy machine gets); with one BLAS thread, LAPACK's
+    # (what an idle one gets).  The same inference to rounding.
+    from threadpoolctl import threadpool_limits
+
+    _busy_route_available()
+    rng = np.random.RandomState(0)
+    n = 300
+    X = rng.randn(n, 20)
+    kernel = gpc.kernels.SquaredExponential(length_scale=np.full(20, 4.0), variance=2.0)
+    y = np.sign(X[:, 0] + 0.3 * rng.randn(n))
+    results = []
+    for limit in (lambda: threadpool_limits(1), lambda: gpc.thread_limit(1)):
+        with limit():
+            K = kernel(X)
+            results.append((K, gpc.infer(K, y, method=method, likelihood=lik,
+                                         **options)))
+    (K, idle), (Kb, busy) = results
+    np.testing.assert_allclose(Kb, K, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(busy.log_evidence, idle.log_evidence, rtol=1e-10)
+    # vb's bound is maximised iteratively: rounding moves where it stops, within
+    # its tolerance (measured: 1.6e-8 of max |dK|).
+    atol = (1e-6 if method == "vb" else 1e-9) * np.abs(idle.dK).max()
+    np.testing.assert_allclose(busy.dK, idle.dK, rtol=0, atol=atol)
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_tiled_routines_on_one_thread_wake_no_other():
     # What gpc runs on a busy machine: neither OpenBLAS's workers nor its own.
