@@ -34,6 +34,7 @@
 #include <unistd.h>
 #endif
 #if defined(__linux__)
+#include <dirent.h>
 #include <sched.h>
 #endif
 
@@ -323,10 +324,42 @@ static void gpc_load_after_fork(void) {
     gpc_load.t0 = -1.0;
 }
 
+/* The threads of other processes running or ready to run now: /proc/loadavg's
+ * fourth field less this process's threads in that state (its BLAS workers may
+ * still be spinning after a call); 0 when it cannot be read. */
+static double gpc_runnable_now(void) {
+    char path[64], line[512], *p;
+    FILE *fh = fopen("/proc/loadavg", "r");
+    DIR *dir;
+    struct dirent *ent;
+    int running = 0, own = 0;
+    if (fh == NULL)
+        return 0.0;
+    if (fscanf(fh, "%*f %*f %*f %d", &running) != 1)
+        running = 0;
+    fclose(fh);
+    if ((dir = opendir("/proc/self/task")) == NULL)
+        return 0.0;
+    while ((ent = readdir(dir)) != NULL) {
+        if (ent->d_name[0] < '0' || ent->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", ent->d_name);
+        if ((fh = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(line, sizeof line, fh) != NULL && (p = strrchr(line, ')')) != NULL
+                && p[1] == ' ' && p[2] == 'R')
+            own++;
+        fclose(fh);
+    }
+    closedir(dir);
+    return running > own ? (double) (running - own) : 0.0;
+}
+
 /* Cores that other processes kept busy, averaged over windows of at least 0.1 s;
- * the first estimate is the one-minute load average. */
+ * the first estimate, before a window has passed, is the threads runnable at
+ * that moment (the load averages would count work that ended a minute ago). */
 static double gpc_others_load(int *usable) {
-    double now = gpc_now(), busy, self, loadavg[1], others;
+    double now = gpc_now(), busy, self, others;
     pthread_mutex_lock(&gpc_load.lock);
     if (gpc_load.t0 < 0.0) {
         if (!gpc_load.atfork)
@@ -336,7 +369,7 @@ static double gpc_others_load(int *usable) {
         if (gpc_load.ncores > 0 && gpc_load.hz > 0.0
                 && gpc_busy_ticks(&gpc_load.set, &gpc_load.busy0, &gpc_load.self0)) {
             gpc_load.t0 = now;
-            gpc_load.others = getloadavg(loadavg, 1) == 1 ? loadavg[0] : 0.0;
+            gpc_load.others = gpc_runnable_now();
         } else {
             gpc_load.ncores = 0;
             gpc_load.t0 = 1e300;           /* never again */
