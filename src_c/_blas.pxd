@@ -819,23 +819,16 @@ cdef inline void _panel_gemv(bint transpose, int m, int w, floating alpha,
         r += GEMV_ROWS
 
 
-cdef inline void symv_any(bint upper, const floating* a, int n, const floating* x,
-                          floating* y, floating alpha, floating beta) noexcept nogil:
+cdef inline void symv_panels(bint upper, const floating* a, int n,
+                             const floating* x, floating* y, floating alpha,
+                             floating beta) noexcept nogil:
     """y <- alpha A x + beta y for symmetric A stored in the lower (or upper)
-    triangle: BLAS's symv where its threads have free cores (gpc_plan), else in
-    the calling thread (OpenBLAS threads dsymv and ssymv from about 256):
-    TILE-wide block columns, symv on the diagonal blocks, gemv both ways on the
-    panels below (above) them."""
+    triangle, in the calling thread: TILE-wide block columns, symv on the
+    diagonal blocks, gemv both ways on the panels below (above) them."""
     cdef char uplo = b'U' if upper else b'L'
     cdef int i, j = 0, w, m, one = 1
     cdef floating pone = 1.0
     cdef const floating* panel
-    if n <= TILE or gpc_plan(<double> n * n) == 0:
-        if floating is double:
-            dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
-        else:
-            ssymv(&uplo, &n, &alpha, <float*> a, &n, <float*> x, &one, &beta, y, &one)
-        return
     for i in range(n):
         y[i] = 0.0 if beta == 0.0 else beta * y[i]
     while j < n:
@@ -861,6 +854,22 @@ cdef inline void symv_any(bint upper, const floating* a, int n, const floating* 
         j += TILE
 
 
+cdef inline void symv_any(bint upper, const floating* a, int n, const floating* x,
+                          floating* y, floating alpha, floating beta) noexcept nogil:
+    """y <- alpha A x + beta y for symmetric A stored in the lower (or upper)
+    triangle: BLAS's symv up to order TILE and where gpc_plan gives its threads
+    free cores, else symv_panels (OpenBLAS threads dsymv and ssymv from about
+    256)."""
+    cdef char uplo = b'U' if upper else b'L'
+    cdef int one = 1
+    if n > TILE and gpc_plan(<double> n * n) != 0:
+        symv_panels(upper, a, n, x, y, alpha, beta)
+    elif floating is double:
+        dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
+    else:
+        ssymv(&uplo, &n, &alpha, <float*> a, &n, <float*> x, &one, &beta, y, &one)
+
+
 cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
                             double alpha, double beta) noexcept nogil:
     """y <- alpha A x + beta y for symmetric A stored in the lower triangle
@@ -868,20 +877,12 @@ cdef inline void symv_lower(const double* a, int n, const double* x, double* y,
     symv_any(False, a, n, x, y, alpha, beta)
 
 
-cdef inline void trmv_lower(const double* a, int n, double* x,
-                            bint transpose) noexcept nogil:
-    """x <- A x (or A' x) for the lower triangular n x n `a`, in place: BLAS's
-    dtrmv where its threads have free cores (gpc_plan), else in the calling
-    thread (OpenBLAS threads dtrmv from about 32): TILE-wide block columns, the
-    diagonal blocks by loops, the panels below them by dgemv."""
-    cdef char uplo = b'L'
-    cdef char tr = b'T' if transpose else b'N'
-    cdef char nd = b'N'
-    cdef int one = 1
+cdef inline void trmv_panels(const double* a, int n, double* x,
+                             bint transpose) noexcept nogil:
+    """x <- A x (or A' x) for the lower triangular n x n `a`, in place, in the
+    calling thread: TILE-wide block columns, the diagonal blocks by loops, the
+    panels below them by dgemv."""
     cdef int j, w, m
-    if n > UNBLOCKED_MAX and gpc_plan(0.5 * n * n) == 0:
-        dtrmv(&uplo, &tr, &nd, &n, <double*> a, &n, x, &one)
-        return
     if transpose:
         j = 0
         while j < n:                         # x_j <- T_jj' x_j + P_j' x_below
@@ -902,6 +903,21 @@ cdef inline void trmv_lower(const double* a, int n, double* x,
                             x + j, x + j + w)
             _trmv_tile(a, n, j, w, x, False)
             j -= TILE
+
+
+cdef inline void trmv_lower(const double* a, int n, double* x,
+                            bint transpose) noexcept nogil:
+    """x <- A x (or A' x) for the lower triangular n x n `a`, in place: BLAS's
+    dtrmv above UNBLOCKED_MAX where gpc_plan gives its threads free cores, else
+    trmv_panels (OpenBLAS threads dtrmv from about 32)."""
+    cdef char uplo = b'L'
+    cdef char tr = b'T' if transpose else b'N'
+    cdef char nd = b'N'
+    cdef int one = 1
+    if n > UNBLOCKED_MAX and gpc_plan(0.5 * n * n) == 0:
+        dtrmv(&uplo, &tr, &nd, &n, <double*> a, &n, x, &one)
+    else:
+        trmv_panels(a, n, x, transpose)
 
 
 cdef inline void syr_lower(int n, double alpha, const double* x, double* a) noexcept nogil:

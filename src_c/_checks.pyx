@@ -8,8 +8,8 @@ from libc.math cimport fabs
 from cython cimport floating
 
 from _blas cimport (Tiles, chol_lower, chol_lower_tiled_on, gpc_threads,
-                   lower_gram_tiled, solve_right_tiled, symv_lower, sync_threads,
-                   tiles_next, tiles_start, tri_inverse_tiled, trmv_lower)
+                   lower_gram_tiled, solve_right_tiled, symv_panels, sync_threads,
+                   tiles_next, tiles_start, tri_inverse_tiled, trmv_panels)
 
 import numpy as np
 
@@ -191,9 +191,9 @@ def _tiled(str op, floating[::1, :] A, int threads=0):
 
 
 def _blas2(str op, const double[::1, :] A, double[::1] x):
-    """Test hook, not API: ``"symv"`` (A x from A's lower triangle), ``"trmv"``
-    (L x) or ``"trmv_t"`` (L' x), L the lower triangle of A; returns the result
-    (x is not modified)."""
+    """Test hook, not API: the calling thread's route of ``_blas``: ``"symv"``
+    (A x from A's lower triangle), ``"trmv"`` (L x) or ``"trmv_t"`` (L' x), L
+    the lower triangle of A; returns the result (x is not modified)."""
     cdef int n = A.shape[0]
     cdef double[::1] y = np.zeros(n)
     if A.shape[1] != n or x.shape[0] != n:
@@ -203,12 +203,12 @@ def _blas2(str op, const double[::1, :] A, double[::1] x):
     cdef bint symv = op == "symv"
     with nogil:
         if symv:
-            symv_lower(&A[0, 0], n, &x[0], &y[0], 1.0, 0.0)
+            symv_panels(False, &A[0, 0], n, &x[0], &y[0], 1.0, 0.0)
     cdef bint transpose = op == "trmv_t"
     if op in ("trmv", "trmv_t"):
         y[:] = x
         with nogil:
-            trmv_lower(&A[0, 0], n, &y[0], transpose)
+            trmv_panels(&A[0, 0], n, &y[0], transpose)
     elif op != "symv":
         raise ValueError(f"unknown op {op!r}")
     return np.asarray(y)
