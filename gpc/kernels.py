@@ -59,7 +59,7 @@ from scipy.linalg import blas as _blas
 from sklearn.gaussian_process import kernels as _sk
 from sklearn.gaussian_process.kernels import Hyperparameter
 
-from ._kern import sym_stationary, weighted_sqdist_sum
+from ._kern import gram, matmul, sym_stationary, weighted_sqdist_sum
 from ._validation import as_kernel_matrix, fortran_view
 
 __all__ = [
@@ -298,33 +298,30 @@ def _frob(A, B):
 
 
 def _matmul(A, B):
-    """``A @ B`` for float64 matrices through SciPy's BLAS.
+    """``A @ B`` for float64 matrices through SciPy's BLAS, planned by gpc
+    (:func:`gpc._kern.matmul`).
 
     All of gpc's heavy linear algebra (the Cython loops use
     ``scipy.linalg.cython_blas``) runs on SciPy's BLAS.  numpy may ship its own
     OpenBLAS, whose worker threads keep spinning for a while after each call and
     then compete for the cores with SciPy's threads in the factorisation that
-    follows.  One thread pool avoids that.
+    follows.  One thread pool avoids that, and the plan keeps a busy machine's
+    products in the calling thread and gpc's own.
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
-    if A.ndim != 2 or B.ndim != 2 or 0 in A.shape or 0 in B.shape:
+    if A.ndim != 2 or B.ndim != 2:
         return A @ B
-    if A.flags.c_contiguous and B.flags.c_contiguous:
-        # (B^T A^T)^T: the transposes are Fortran views, so nothing is copied.
-        return _blas.dgemm(1.0, B.T, A.T).T
-    return _blas.dgemm(1.0, A, B)
+    return matmul(A, B)
 
 
 def _gram(Z):
-    """``Z @ Z.T``, exactly symmetric (BLAS syrk on one triangle, then mirrored)."""
+    """``Z @ Z.T``, exactly symmetric (:func:`gpc._kern.gram`: syrk on one
+    triangle, planned, then mirrored)."""
     Z = np.asarray(Z, dtype=np.float64)
-    if Z.ndim != 2 or 0 in Z.shape:
+    if Z.ndim != 2:
         return Z @ Z.T
-    # Z C-ordered (n x d) is the Fortran (d x n) matrix Z^T: syrk(trans=1) = Z Z^T.
-    G = _blas.dsyrk(1.0, np.ascontiguousarray(Z).T, trans=1, lower=0)
-    G += np.triu(G, 1).T
-    return G
+    return gram(Z)
 
 
 def _neg_half_sqdist(Z, ZY=None):

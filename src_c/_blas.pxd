@@ -697,6 +697,94 @@ cdef inline void symm_lower(const double* a, int n, const double* b, int ldb, in
     gpc_pool_run(threads, _symm_task, &job, rows * ((m + TILE - 1) // TILE))
 
 
+cdef struct GemmJob:
+    # gemm_planned: C <- alpha op(A) op(B) + beta C, one task per block of C.
+    const double* a
+    const double* b
+    double* c
+    int m
+    int n
+    int k
+    int lda
+    int ldb
+    int ldc
+    bint ta         # op(A) = A' (A is k x m)
+    bint tb         # op(B) = B' (B is n x k)
+    double alpha
+    double beta
+
+
+cdef inline void _gemm_task(void* ctx, int t) noexcept nogil:
+    """Block (i, q) of C, numbered down the block columns: the sum over
+    TILE-wide steps of the inner dimension of dgemm on tiles, beta applied by
+    the first (C alone scaled by beta when k is 0)."""
+    cdef GemmJob* job = <GemmJob*> ctx
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef int rows = (job.m + TILE - 1) // TILE, kk = 0, bk, r, c
+    cdef int i = (t % rows) * TILE, q = (t // rows) * TILE
+    cdef int h = _edge(job.m, i), w = _edge(job.n, q)
+    cdef double beta = job.beta
+    cdef double* out = job.c + i + <size_t> q * job.ldc
+    cdef const double* ai
+    cdef const double* bq
+    if job.k == 0:
+        for c in range(w):
+            for r in range(h):
+                out[r + <size_t> c * job.ldc] = (0.0 if beta == 0.0 else
+                                                  beta * out[r + <size_t> c * job.ldc])
+        return
+    while kk < job.k:
+        bk = _edge(job.k, kk)
+        ai = job.a + (kk + <size_t> i * job.lda if job.ta else i + <size_t> kk * job.lda)
+        bq = job.b + (q + <size_t> kk * job.ldb if job.tb else kk + <size_t> q * job.ldb)
+        _gemm(&tr if job.ta else &nt, &tr if job.tb else &nt, h, w, bk, job.alpha,
+              ai, job.lda, bq, job.ldb, beta, out, job.ldc)
+        beta = 1.0
+        kk += TILE
+
+
+cdef inline void gemm_planned(bint ta, bint tb, int m, int n, int k, double alpha,
+                              const double* a, int lda, const double* b, int ldb,
+                              double beta, double* c, int ldc,
+                              int threads) noexcept nogil:
+    """C <- alpha op(A) op(B) + beta C (op(A) m x k, op(B) k x n, C m x n; all
+    column-major with the leading dimensions given): dgemm where gpc_plan(m n k)
+    gives its threads free cores; else each block of C a task of gpc's pool
+    built of dgemm calls on tiles, in the calling thread as far as OpenBLAS is
+    concerned (it threads dgemm from 64 x 64 x 64: up to that, dgemm runs in
+    the calling thread on any route), the same bits for any number of threads.
+    ``threads`` > 0 takes the tiles on that many threads instead of planning
+    (1: all in the calling thread)."""
+    cdef GemmJob job
+    cdef char nt = b'N'
+    cdef char tr = b'T'
+    cdef double work = <double> m * n * k
+    if m == 0 or n == 0:
+        return
+    if threads <= 0:
+        threads = 0 if work <= <double> TILE * TILE * TILE else gpc_plan(work)
+    if threads == 0:
+        _gemm(&tr if ta else &nt, &tr if tb else &nt, m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc)
+        return
+    job.a = a
+    job.b = b
+    job.c = c
+    job.m = m
+    job.n = n
+    job.k = k
+    job.lda = lda
+    job.ldb = ldb
+    job.ldc = ldc
+    job.ta = ta
+    job.tb = tb
+    job.alpha = alpha
+    job.beta = beta
+    gpc_pool_run(threads, _gemm_task, &job,
+                 ((m + TILE - 1) // TILE) * ((n + TILE - 1) // TILE))
+
+
 cdef inline int tri_inverse_lower(floating* a, int n) noexcept nogil:
     """Overwrite the lower triangular n x n `a` with its inverse; returns LAPACK
     info.  Unblocked up to UNBLOCKED_MAX; above, dtrtri where gpc_plan gives its
