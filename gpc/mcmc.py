@@ -79,7 +79,6 @@ True
 True
 """
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -88,6 +87,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
 from scipy.special import log_expit, log_ndtr
 
+from ._kern import matmul
 from ._validation import NotPositiveDefiniteError, as_kernel_matrix
 from .likelihoods import Logit, Probit, get_likelihood
 
@@ -108,7 +108,7 @@ JITTER_LADDER = (1e-10, 1e-8, 1e-6, 1e-4)
 _MIN_BRACKET = 1e-12
 #: With fewer chains than this, Monte Carlo errors come from batch means.
 _MIN_CHAINS_FOR_SPREAD = 10
-#: Up to this n the samplers run with one BLAS thread (see ``_blas_threads``).
+#: Up to this n the samplers' products run in the calling thread (see ``_Target``).
 _SINGLE_THREAD_N = 1000
 _TWO_PI = 2.0 * math.pi
 
@@ -441,6 +441,10 @@ class _Target:
         self.total = total_log_lik
         n = L.shape[0]
         self.n = n
+        # The step's n x n by n x c products: one thread up to _SINGLE_THREAD_N
+        # (threads gain nothing there, and spinning ones take the cores from the
+        # elementwise work of the slice search), else planned like gpc's others.
+        self.threads = 1 if n <= _SINGLE_THREAD_N else 0
         self.mu = None
         if reference is None:
             return
@@ -501,8 +505,8 @@ class _Target:
         """c states from q."""
         W = rng.standard_normal((self.n, c))
         if self.mu is None:
-            return [self.L @ W]
-        return [self.LR @ W, self.R @ W, W]
+            return [matmul(self.L, W, self.threads)]
+        return [matmul(self.LR, W, self.threads), matmul(self.R, W, self.threads), W]
 
     def from_f(self, F):
         """States from latent values F (n, c)."""
@@ -639,17 +643,6 @@ class _Slicer:
             X += d * sn
 
 
-def _blas_threads(n):
-    """One BLAS thread for small problems: the n x n by n x c products of a step
-    gain nothing from threads there, and threads spinning between the products
-    take the cores from the elementwise work of the slice search."""
-    if n > _SINGLE_THREAD_N:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def _progress(what, done, total, t0, extra=""):
     print(f"{what}: {done}/{total} ({100.0 * done / total:.0f}%), "
           f"{time.perf_counter() - t0:.1f} s{extra}", flush=True)
@@ -761,17 +754,16 @@ def elliptical_slice(K, y, likelihood="probit", *, n_samples=1000, n_chains=16,
     n_steps = burn_in + n_samples * thin
     report = max(1, n_steps // 10)
     kept = 0
-    with _blas_threads(n):
-        for s in range(1, n_steps + 1):
-            slicer.step(state, r, ll, temperature)
-            if s > burn_in and (s - burn_in) % thin == 0:
-                samples[:, kept, :] = target.f(state).T
-                kept_ll[:, kept] = ll
-                kept += 1
-            if verbose and (s % report == 0 or s == n_steps):
-                _progress("elliptical slice", s, n_steps, t0,
-                          f", {slicer.n_evals / max(slicer.n_calls, 1):.2f} "
-                          "evaluations per step")
+    for s in range(1, n_steps + 1):
+        slicer.step(state, r, ll, temperature)
+        if s > burn_in and (s - burn_in) % thin == 0:
+            samples[:, kept, :] = target.f(state).T
+            kept_ll[:, kept] = ll
+            kept += 1
+        if verbose and (s % report == 0 or s == n_steps):
+            _progress("elliptical slice", s, n_steps, t0,
+                      f", {slicer.n_evals / max(slicer.n_calls, 1):.2f} "
+                      "evaluations per step")
     return ESSResult(samples=samples, log_lik=kept_ll,
                      state=np.array(target.f(state).T),
                      L=L, jitter=jitter, likelihood=lik, temperature=temperature,
@@ -921,15 +913,14 @@ def ais(K, y, likelihood="probit", *, n_chains=64, n_temperatures=2000,
     logw = np.zeros(n_chains)
     T = b.shape[0] - 1
     report = max(1, T // 10)
-    with _blas_threads(n):
-        for t in range(1, T + 1):
-            logw += (b[t] - b[t - 1]) * r
-            for _ in range(n_steps):
-                slicer.step(state, r, ll, b[t])
-            if verbose and (t % report == 0 or t == T):
-                est, se, ess = _weights_summary(logw)
-                _progress("ais", t, T, t0, f", b = {b[t]:.3g}, log Z so far "
-                          f"{est:.3f} +- {se:.3f}, ESS {ess:.1f} of {n_chains}")
+    for t in range(1, T + 1):
+        logw += (b[t] - b[t - 1]) * r
+        for _ in range(n_steps):
+            slicer.step(state, r, ll, b[t])
+        if verbose and (t % report == 0 or t == T):
+            est, se, ess = _weights_summary(logw)
+            _progress("ais", t, T, t0, f", b = {b[t]:.3g}, log Z so far "
+                      f"{est:.3f} +- {se:.3f}, ESS {ess:.1f} of {n_chains}")
     est, se, ess = _weights_summary(logw)
     return AISResult(log_evidence=est, stderr=se, ess=ess, log_weights=logw,
                      samples=np.array(target.f(state).T), temperatures=b,

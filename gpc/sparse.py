@@ -66,13 +66,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from . import _sparse
 from ._validation import check_integer, check_real, symmetric_from_lower
 from .classifier import classes_from_proba
 from .inference._base import NumericalError, check_kernel_psd, with_jitter
-from .kernels import as_kernel, contract, cross_covariance_chunks
+from .kernels import _gram, _matmul, as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
 from .optimize import maximize_evidence, median_distance
 from ._chunked import ChunkedData
@@ -163,13 +162,6 @@ def _refresh_factor(kernel, state):
     state.diag_q[:d] = np.einsum("ij,ij->j", Linv, Linv)
 
 
-def _one_blas_thread():
-    """A context with one BLAS thread: the loops call level-2 BLAS on
-    max_basis-sized matrices thousands of times, where worker threads only cost
-    synchronisation."""
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-4, chunk_size=512,
                 sites=None, verbose=0):
     """Present examples once each, in order, to the sparse online GP ``state``.
@@ -200,13 +192,6 @@ def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-4, chunk_size=51
         (examples with a numerically zero predictive probability: not used, left
         out of the evidence, a RuntimeWarning says so).
     """
-    with _one_blas_thread():
-        return _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size,
-                            sites, verbose)
-
-
-def _online_pass(kernel, likelihood, X, y, state, novelty_tol, chunk_size, sites,
-                 verbose):
     n = X.shape[0]
     par, qx, qw = _moment_arrays(likelihood)
     cap = state.max_basis + 1
@@ -266,8 +251,8 @@ def _site_posterior(kernel, X, state, tau, nu, chunk_size):
     M, eta = np.zeros((d, d)), np.zeros(d)
     for start, Kbx, _ in cross_covariance_chunks(kernel, state.X, X, chunk_size):
         sl = slice(start, start + Kbx.shape[1])
-        M += (Kbx * tau[sl]) @ Kbx.T
-        eta += Kbx @ nu[sl]
+        M += _matmul(Kbx * tau[sl], Kbx.T)
+        eta += _matmul(Kbx, nu[sl, None])[:, 0]
     try:
         LA = cholesky(K + M, lower=True, check_finite=False)
     except (LinAlgError, ValueError):
@@ -287,7 +272,7 @@ def _site_evidence(kernel, likelihood, X, y, state, tau, nu, chunk_size, post):
     for start, Kbx, kdiag in cross_covariance_chunks(kernel, state.X, X, chunk_size):
         sl = slice(start, start + Kbx.shape[1])
         ta, na = tau[sl], nu[sl]
-        m = Kbx.T @ a
+        m = _matmul(Kbx.T, a[:, None])[:, 0]
         W = solve_triangular(LA, Kbx, lower=True, check_finite=False)
         vu = np.einsum("ij,ij->j", W, W)
         V = solve_triangular(LK, Kbx, lower=True, check_finite=False)
@@ -323,13 +308,6 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
     change below ``tol``), ``n_skipped`` (updates skipped for an improper cavity
     or update, or a zero tilted mass) and the cavities of f (``cavity_mean``,
     ``cavity_var``)."""
-    with _one_blas_thread():
-        return _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping,
-                          tol, chunk_size, verbose)
-
-
-def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
-               chunk_size, verbose):
     par, qx, qw = _moment_arrays(likelihood)
     _refresh_factor(kernel, state)
     d, cap = state.d, state.max_basis + 1
@@ -346,8 +324,8 @@ def _ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping, tol,
     def load(post):
         K, _, LA, a, _ = post
         W = solve_triangular(LA, K, lower=True, check_finite=False)
-        mu[:d] = K @ a
-        S[:d, :d] = W.T @ W
+        mu[:d] = _matmul(K, a[:, None])[:, 0]
+        S[:d, :d] = _gram(W.T)
 
     skipped, converged, made, change = 0, n_sweeps == 0, 0, 0.0
     for sweep in range(n_sweeps):

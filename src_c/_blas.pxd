@@ -907,12 +907,13 @@ cdef inline void _panel_gemv(bint transpose, int m, int w, floating alpha,
         r += GEMV_ROWS
 
 
-cdef inline void symv_panels(bint upper, const floating* a, int n,
+cdef inline void symv_panels(bint upper, const floating* a, int n, int lda,
                              const floating* x, floating* y, floating alpha,
                              floating beta) noexcept nogil:
-    """y <- alpha A x + beta y for symmetric A stored in the lower (or upper)
-    triangle, in the calling thread: TILE-wide block columns, symv on the
-    diagonal blocks, gemv both ways on the panels below (above) them."""
+    """y <- alpha A x + beta y for the symmetric n x n A (leading dimension lda)
+    stored in the lower (or upper) triangle, in the calling thread: TILE-wide
+    block columns, symv on the diagonal blocks, gemv both ways on the panels
+    below (above) them."""
     cdef char uplo = b'U' if upper else b'L'
     cdef int i, j = 0, w, m, one = 1
     cdef floating pone = 1.0
@@ -922,23 +923,23 @@ cdef inline void symv_panels(bint upper, const floating* a, int n,
     while j < n:
         w = _edge(n, j)
         if floating is double:
-            dsymv(&uplo, &w, &alpha, <double*> a + j + <size_t> j * n, &n,
+            dsymv(&uplo, &w, &alpha, <double*> a + j + <size_t> j * lda, &lda,
                   <double*> x + j, &one, &pone, y + j, &one)
         else:
-            ssymv(&uplo, &w, &alpha, <float*> a + j + <size_t> j * n, &n,
+            ssymv(&uplo, &w, &alpha, <float*> a + j + <size_t> j * lda, &lda,
                   <float*> x + j, &one, &pone, y + j, &one)
         if upper:                            # the panel above: rows 0 .. j
-            panel = a + <size_t> j * n
+            panel = a + <size_t> j * lda
             m = j
             if m > 0:
-                _panel_gemv(False, m, w, alpha, panel, n, x + j, y)
-                _panel_gemv(True, m, w, alpha, panel, n, x, y + j)
+                _panel_gemv(False, m, w, alpha, panel, lda, x + j, y)
+                _panel_gemv(True, m, w, alpha, panel, lda, x, y + j)
         else:                                # the panel below: rows j + w .. n
-            panel = a + j + w + <size_t> j * n
+            panel = a + j + w + <size_t> j * lda
             m = n - j - w
             if m > 0:
-                _panel_gemv(False, m, w, alpha, panel, n, x + j, y + j + w)
-                _panel_gemv(True, m, w, alpha, panel, n, x + j + w, y + j)
+                _panel_gemv(False, m, w, alpha, panel, lda, x + j, y + j + w)
+                _panel_gemv(True, m, w, alpha, panel, lda, x + j + w, y + j)
         j += TILE
 
 
@@ -951,7 +952,7 @@ cdef inline void symv_any(bint upper, const floating* a, int n, const floating* 
     cdef char uplo = b'U' if upper else b'L'
     cdef int one = 1
     if n > TILE and gpc_plan(<double> n * n) != 0:
-        symv_panels(upper, a, n, x, y, alpha, beta)
+        symv_panels(upper, a, n, n, x, y, alpha, beta)
     elif floating is double:
         dsymv(&uplo, &n, &alpha, <double*> a, &n, <double*> x, &one, &beta, y, &one)
     else:

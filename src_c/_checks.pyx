@@ -192,18 +192,19 @@ def _tiled(str op, floating[::1, :] A, int threads=0):
 
 def _blas2(str op, const double[::1, :] A, double[::1] x):
     """Test hook, not API: the calling thread's route of ``_blas``: ``"symv"``
-    (A x from A's lower triangle), ``"trmv"`` (L x) or ``"trmv_t"`` (L' x), L
-    the lower triangle of A; returns the result (x is not modified)."""
-    cdef int n = A.shape[0]
+    (A x from the lower triangle of A's leading n x n block, n = len(x)),
+    ``"trmv"`` (L x) or ``"trmv_t"`` (L' x), L the lower triangle of the square
+    A; returns the result (x is not modified)."""
+    cdef int n = x.shape[0], ld = A.shape[0]
     cdef double[::1] y = np.zeros(n)
-    if A.shape[1] != n or x.shape[0] != n:
+    cdef bint symv = op == "symv"
+    if (A.shape[1] < n or ld < n) if symv else (A.shape[1] != n or ld != n):
         raise ValueError("inconsistent shapes")
     if n == 0:
         return np.asarray(y)
-    cdef bint symv = op == "symv"
     with nogil:
         if symv:
-            symv_panels(False, &A[0, 0], n, &x[0], &y[0], 1.0, 0.0)
+            symv_panels(False, &A[0, 0], n, ld, &x[0], &y[0], 1.0, 0.0)
     cdef bint transpose = op == "trmv_t"
     if op in ("trmv", "trmv_t"):
         y[:] = x

@@ -44,7 +44,8 @@ from libc.math cimport fabs, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 
 from libc.math cimport sqrt
-from scipy.linalg.cython_blas cimport dsymv, dsyr, dsyr2, ddot, dtrsv
+from scipy.linalg.cython_blas cimport daxpy, ddot, dtrsv
+from _blas cimport symv_panels
 from _lik cimport Quad, lik_gauss_moments, lik_n_params
 from _signals cimport SIGNAL_BLOCK, check_signals
 
@@ -76,27 +77,60 @@ cdef inline double _sym(const double* M, int a, int b, int ld) noexcept nogil:
     return M[a + <size_t> b * ld] if a >= b else M[b + <size_t> a * ld]
 
 
+# The updates run one example at a time on matrices of the BV set's size, in the
+# calling thread: symv in panels (symv_panels), the rank-one and rank-two updates
+# and the dot products as daxpy and ddot calls on at most VEC entries (OpenBLAS
+# threads dsymv, dsyr and ddot of large orders, and a busy machine's spinning
+# workers cost each call milliseconds; it runs daxpy and ddot of up to 10,000
+# entries in the calling thread).
+cdef enum:
+    VEC = 4096
+
+
 cdef inline void _symv(const double* M, int d, int ld, const double* x,
                        double* out) noexcept nogil:
-    cdef char lo = b'L'
-    cdef int one = 1
-    cdef double a = 1.0, z = 0.0
     if d > 0:
-        dsymv(&lo, &d, &a, <double*> M, &ld, <double*> x, &one, &z, out, &one)
+        symv_panels(False, M, d, ld, x, out, 1.0, 0.0)
+
+
+cdef inline void _axpy(int n, double a, const double* x, double* y) noexcept nogil:
+    """y <- y + a x."""
+    cdef int one = 1, h
+    while n > 0:
+        h = VEC if n > VEC else n
+        daxpy(&h, &a, <double*> x, &one, y, &one)
+        x += h
+        y += h
+        n -= h
+
+
+cdef inline void _syr2(double* M, int d, int ld, double a, const double* x,
+                       const double* y) noexcept nogil:
+    """M <- M + a (x y' + y x') on the lower triangle."""
+    cdef int j
+    for j in range(d):
+        _axpy(d - j, a * y[j], x + j, M + j + <size_t> j * ld)
+        _axpy(d - j, a * x[j], y + j, M + j + <size_t> j * ld)
 
 
 cdef inline void _syr(double* M, int d, int ld, double a, const double* x) noexcept nogil:
-    cdef char lo = b'L'
-    cdef int one = 1
-    if d > 0 and a != 0.0:
-        dsyr(&lo, &d, &a, <double*> x, &one, M, &ld)
+    """M <- M + a x x' on the lower triangle."""
+    cdef int j
+    if a != 0.0:
+        for j in range(d):
+            _axpy(d - j, a * x[j], x + j, M + j + <size_t> j * ld)
 
 
 cdef inline double _dot(const double* x, const double* y, int d) noexcept nogil:
-    cdef int one = 1
-    if d <= 0:
-        return 0.0
-    return ddot(&d, <double*> x, &one, <double*> y, &one)
+    cdef int one = 1, h
+    cdef double s = 0.0
+    while d > 0:
+        h = VEC if d > VEC else d
+        s += ddot(&h, <double*> x, &one, <double*> y, &one)
+        x += h
+        y += h
+        d -= h
+    return s
 
 
 cdef inline void _trsv(const double* L, int d, int ld, double* x,
@@ -122,9 +156,8 @@ cdef void _shift_out(double* M, int d, int ld, int i) noexcept nogil:
 cdef void _remove(double* alpha, double* C, double* L, double* dq, int* src, int d,
                   int ld, int i, double* qs, double* cs) noexcept nogil:
     """KL-optimal removal of BV slot i from a set of d (order kept, see the header)."""
-    cdef char lo = b'L'
-    cdef int one = 1, j, t
-    cdef double a_star = alpha[i], c_star = C[i + <size_t> i * ld], q_star, minus = -1.0
+    cdef int j, t
+    cdef double a_star = alpha[i], c_star = C[i + <size_t> i * ld], q_star
     cdef double r, c, sn, lkk, li
     # Q* = K_BV^{-1} e_i by two triangular solves.
     for j in range(d):
@@ -142,7 +175,7 @@ cdef void _remove(double* alpha, double* C, double* L, double* dq, int* src, int
     for j in range(d):
         alpha[j] -= a_star * qs[j]
     _syr(C, d, ld, c_star, qs)                      # + c* u u'
-    dsyr2(&lo, &d, &minus, qs, &one, cs, &one, C, &ld)   # - (u C*' + C* u')
+    _syr2(C, d, ld, -1.0, qs, cs)                   # - (u C*' + C* u')
     # Cholesky factor of K_BV without row and column i: the trailing block absorbs
     # the column below the diagonal, L22 L22' + v v' (rank-one update, Givens form).
     for j in range(i + 1, d):

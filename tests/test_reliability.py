@@ -535,6 +535,12 @@ def test_panel_products_are_blas():
                         ("trmv_t", np.tril(A).T @ x)):
             np.testing.assert_allclose(_checks._blas2(op, A, x), ref, rtol=0,
                                        atol=1e-12 * np.sqrt(n) * np.abs(ref).max())
+        # symv on the leading block of a larger array (the sparse GP's BV set
+        # inside its capacity)
+        P = np.asfortranarray(rng.randn(n + 7, n + 3))
+        P[:n, :n] = A
+        np.testing.assert_allclose(_checks._blas2("symv", P, x), S @ x, rtol=0,
+                                   atol=1e-12 * np.sqrt(n) * np.abs(S @ x).max())
 
 
 def test_tiled_matrix_products_are_blas():
@@ -565,6 +571,59 @@ def test_tiled_matrix_products_are_blas():
     G = gram(Z)
     assert np.array_equal(G, G.T)
     np.testing.assert_allclose(G, Z @ Z.T, rtol=0, atol=1e-13 * np.abs(Z @ Z.T).max())
+
+
+def _blas_threads_seen_during(work):
+    """The BLAS thread counts that threadpoolctl reports in a second thread
+    while ``work`` runs in this one (read over and over), and after it."""
+    from threadpoolctl import threadpool_info
+
+    def counts():
+        return tuple(sorted((i["filepath"], i["num_threads"]) for i in threadpool_info()
+                            if i["user_api"] == "blas"))
+
+    seen, done = set(), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.add(counts())
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        work()
+    finally:
+        done.set()
+        watcher.join()
+    seen.add(counts())
+    return seen
+
+
+def test_no_gpc_call_changes_the_blas_threads_other_threads_see():
+    from threadpoolctl import threadpool_info
+
+    from gpc import mcmc
+
+    if all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas"):
+        pytest.skip("BLAS runs one thread here: a change to one would not show")
+    X, y = _data(0, n=300)
+    K = RBF(1.0)(X)
+    calls = {
+        "online sparse GP": lambda: gpc.SparseGPClassifier(
+            RBF(1.0), method="online", max_basis=150, optimizer=None).fit(X, y),
+        "sparse EP": lambda: gpc.SparseGPClassifier(
+            RBF(1.0), method="ep", max_basis=150, optimizer=None).fit(X, y),
+        "elliptical slice": lambda: mcmc.elliptical_slice(
+            K, 2 * y - 1, n_samples=20, n_chains=4, random_state=0),
+        "ais": lambda: mcmc.ais(K, 2 * y - 1, n_chains=4, n_temperatures=20,
+                                random_state=0),
+        "dense EP fit": lambda: gpc.GaussianProcessClassifier(
+            RBF(1.0), method="ep", optimizer=None).fit(X, y),
+    }
+    before = {tuple(sorted((i["filepath"], i["num_threads"]) for i in threadpool_info()
+                           if i["user_api"] == "blas"))}
+    for name, call in calls.items():
+        assert _blas_threads_seen_during(call) == before, name
 
 
 def test_tiled_right_solve_is_lapacks():
