@@ -59,7 +59,8 @@ from scipy.linalg import blas as _blas
 from sklearn.gaussian_process import kernels as _sk
 from sklearn.gaussian_process.kernels import Hyperparameter
 
-from ._kern import gram, matmul, sym_stationary, weighted_sqdist_sum
+from ._kern import sym_stationary, weighted_sqdist_sum
+from ._linalg import gram, matmul
 from ._validation import as_kernel_matrix, fortran_view
 
 __all__ = [
@@ -299,7 +300,7 @@ def _frob(A, B):
 
 def _matmul(A, B):
     """``A @ B`` for float64 matrices through SciPy's BLAS, planned by gpc
-    (:func:`gpc._kern.matmul`).
+    (:func:`gpc._linalg.matmul`).
 
     All of gpc's heavy linear algebra (the Cython loops use
     ``scipy.linalg.cython_blas``) runs on SciPy's BLAS.  numpy may ship its own
@@ -316,7 +317,7 @@ def _matmul(A, B):
 
 
 def _gram(Z):
-    """``Z @ Z.T``, exactly symmetric (:func:`gpc._kern.gram`: syrk on one
+    """``Z @ Z.T``, exactly symmetric (:func:`gpc._linalg.gram`: syrk on one
     triangle, planned, then mirrored)."""
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:

@@ -87,7 +87,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
 from scipy.special import log_expit, log_ndtr
 
-from ._kern import matmul
+from ._linalg import matmul
 from ._validation import NotPositiveDefiniteError, as_kernel_matrix
 from .likelihoods import Logit, Probit, get_likelihood
 

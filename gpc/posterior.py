@@ -18,21 +18,16 @@ and ``marginal_var``, where the method computed them.
 """
 
 import numpy as np
-from scipy.linalg.blas import dgemv, dsymm, dtrsm
 
-from .kernels import _matmul
+from ._linalg import solve_lower
+from .kernels import _gram, _matmul
 from .likelihoods import get_likelihood
 
 
 def _transposed_product(K, a):
-    """``K' a`` through SciPy's BLAS, the thread pool of the solves that follow
-    (see :func:`gpc.kernels._matmul`), without copying K."""
-    if 0 not in K.shape:
-        if K.flags.f_contiguous:
-            return dgemv(1.0, K, a, trans=1)
-        if K.flags.c_contiguous:
-            return dgemv(1.0, K.T, a)
-    return K.T @ a
+    """``K' a`` through SciPy's BLAS, the thread pool of the solves that follow,
+    planned (see :func:`gpc.kernels._matmul`), without copying K."""
+    return _matmul(K.T, np.asarray(a, dtype=np.float64)[:, None])[:, 0]
 
 
 class _Posterior:
@@ -171,8 +166,8 @@ class SitePosterior(_Posterior):
         -------
         ndarray of shape (n, n)
         """
-        V = dtrsm(1.0, self.L, np.diag(self.sW), lower=1, overwrite_b=1)  # L^-1 sW
-        inverse = V.T @ V
+        V = solve_lower(self.L, np.diag(self.sW), overwrite_b=True)      # L^-1 sW
+        inverse = _gram(V.T)
         if getattr(self, "Q", None) is not None:
             inverse -= self.Q @ self.Q.T
         return inverse
@@ -186,7 +181,7 @@ class SitePosterior(_Posterior):
         V = K_cross if overwrite and K_cross.flags.f_contiguous else \
             np.array(K_cross, order="F")
         V *= self.sW[:, None]
-        V = dtrsm(1.0, self.L, V, lower=1, overwrite_b=1)
+        V = solve_lower(self.L, V, overwrite_b=True)
         change -= np.einsum("ij,ij->j", V, V)
         return change
 
@@ -326,9 +321,9 @@ class MultinomialPosterior:
         cov = np.zeros((m, C, C))
         Q = np.empty((C, self.n, m))
         for c, Kx in enumerate(K_cross):
-            G = dsymm(1.0, self.E[c].T, np.asfortranarray(Kx))          # E_c Kx
+            G = _matmul(self.E[c], Kx)                                 # E_c Kx
             cov[:, c, c] = k_diag[c] - np.einsum("ij,ij->j", Kx, G)
-            Q[c] = dtrsm(1.0, self.M, G, lower=1, overwrite_b=1)       # M^{-1} E_c Kx
+            Q[c] = solve_lower(self.M, G, overwrite_b=True)            # M^{-1} E_c Kx
         cov += np.einsum("cnm,dnm->mcd", Q, Q, optimize=True)
         return cov
 

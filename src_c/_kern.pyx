@@ -18,8 +18,7 @@
 import numpy as np
 
 
-from _blas cimport (Tiles, gemm_planned, symm_lower, sync_threads, syrk_lower,
-                    tiles_next, tiles_start)
+from _blas cimport Tiles, symm_lower, sync_threads, syrk_lower, tiles_next, tiles_start
 
 
 cdef extern from "_vexp.h" nogil:
@@ -212,83 +211,3 @@ cdef double _pair_sum(double[::1, :] W, const double[:, ::1] Z, K, g):
                                     &Zp[0, 0], n, dp, &gp[0])
     g[:] = gp[:d]
     return total
-
-
-cdef _operand(X):
-    """A float64 matrix as a Fortran array and whether it is transposed: a
-    C-contiguous X is the Fortran X' (no copy), anything else is copied."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"matmul: 2-D arrays expected, got {X.ndim} dimensions.")
-    if X.flags.f_contiguous:
-        return X, False
-    if X.flags.c_contiguous:
-        return X.T, True
-    return np.asfortranarray(X), False
-
-
-def matmul(A, B, int threads=0):
-    """``A @ B`` for float64 matrices on SciPy's BLAS, planned like gpc's other
-    large calls: dgemm where its threads have free cores, else tiles of at most
-    64 x 64 x 64 on gpc's threads (``threads`` > 0: on that many, 1 all in the
-    calling thread).  The result is C-ordered when A and B both are, else
-    Fortran-ordered.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpc._kern import matmul
-    >>> matmul(np.eye(2), np.arange(4.0).reshape(2, 2))
-    array([[0., 1.],
-           [2., 3.]])
-    """
-    Af, trans_a = _operand(A)
-    Bf, trans_b = _operand(B)
-    cdef bint ta = trans_a, tb = trans_b
-    cdef Py_ssize_t m = Af.shape[1] if ta else Af.shape[0]
-    cdef Py_ssize_t k = Af.shape[0] if ta else Af.shape[1]
-    cdef Py_ssize_t n = Bf.shape[0] if tb else Bf.shape[1]
-    if (Bf.shape[1] if tb else Bf.shape[0]) != k:
-        raise ValueError(f"matmul: shapes {np.shape(A)} and {np.shape(B)} do not align.")
-    if ta and tb:                           # (B' A')' : C-ordered, nothing copied
-        return matmul(Bf, Af, threads).T
-    if m == 0 or n == 0 or k == 0:
-        return np.zeros((m, n), order="F")
-    out = np.empty((m, n), order="F")
-    cdef double[::1, :] a = Af
-    cdef double[::1, :] b = Bf
-    cdef double[::1, :] c = out
-    sync_threads(max(m, n, k))
-    with nogil:
-        gemm_planned(ta, tb, m, n, k, 1.0, &a[0, 0], <int> a.shape[0], &b[0, 0],
-                     <int> b.shape[0], 0.0, &c[0, 0], m, threads)
-    return out
-
-
-def gram(Z):
-    """``Z @ Z.T`` for a float64 matrix Z, exactly symmetric: syrk on the lower
-    triangle, planned like :func:`matmul`, then mirrored.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpc._kern import gram
-    >>> gram(np.array([[1.0, 2.0], [3.0, 4.0]]))
-    array([[ 5., 11.],
-           [11., 25.]])
-    """
-    cdef double[:, ::1] z = np.ascontiguousarray(Z, dtype=np.float64)
-    cdef int n = z.shape[0], d = z.shape[1]
-    cdef Tiles t
-    out = np.zeros((n, n), order="F")
-    cdef double[::1, :] g = out
-    if n == 0 or d == 0:
-        return out
-    sync_threads(max(n, d))
-    with nogil:
-        # z (n x d, C order) is the Fortran d x n matrix Z': Z Z' = (Z')' Z'.
-        syrk_lower(False, &z[0, 0], d, d, n, 1.0, 0.0, &g[0, 0])
-        tiles_start(&t, n, 64)
-        while tiles_next(&t):
-            gpc_mirror_tile(&g[0, 0], n, t.i0, t.i1, t.j0, t.j1)
-    return out

@@ -6,6 +6,7 @@ adding it there (``GaussianProcessClassifier`` takes every method of
 ``gpc.available_methods()`` automatically).
 """
 
+import contextlib
 import copy
 import io
 import os
@@ -541,10 +542,10 @@ def test_panel_products_are_blas():
 
 
 def test_tiled_matrix_products_are_blas():
-    # gpc._kern.matmul and gram, which gpc's Python code multiplies with: the
+    # gpc._linalg.matmul and gram, which gpc's Python code multiplies with: the
     # tiles (threads > 0) are the same bits on any number of threads and agree
     # with numpy's product in every memory layout; the planned route (0) too.
-    from gpc._kern import gram, matmul
+    from gpc._linalg import gram, matmul
 
     rng = np.random.RandomState(5)
     for m, k, n in ((1, 1, 1), (5, 3, 7), (64, 64, 64), (65, 130, 1), (300, 200, 150),
@@ -568,6 +569,40 @@ def test_tiled_matrix_products_are_blas():
     G = gram(Z)
     assert np.array_equal(G, G.T)
     np.testing.assert_allclose(G, Z @ Z.T, rtol=0, atol=1e-13 * np.abs(Z @ Z.T).max())
+
+
+def test_planned_factorisations_and_solves_are_lapacks():
+    # gpc._linalg's Cholesky, inverse from the factor, triangular solve and symv
+    # on both routes: as gpc plans them and pinned to the tiles by the limit.
+    from scipy.linalg import cho_solve, solve_triangular
+
+    from gpc import _linalg
+
+    rng = np.random.RandomState(6)
+    for n in (1, 60, 130, 400):
+        A = _spd(n) if n > 1 else np.array([[2.0]])
+        L = np.linalg.cholesky(A)
+        B = rng.randn(n, 3)
+        x = rng.randn(n)
+        for limit in (None, 1):
+            with gpc.thread_limit(limit) if limit else contextlib.nullcontext():
+                F = A.copy(order="F")
+                assert _linalg.cholesky(F) == 0
+                np.testing.assert_allclose(np.tril(F), L, rtol=0, atol=1e-13 * n)
+                assert _linalg.cho_inverse(F) == 0
+                np.testing.assert_allclose(np.tril(F), np.tril(cho_solve((L, True),
+                                           np.eye(n))), rtol=1e-9, atol=1e-12)
+                for rhs in (B, x):
+                    np.testing.assert_allclose(
+                        _linalg.solve_lower(L, rhs),
+                        solve_triangular(L, rhs, lower=True), rtol=1e-10, atol=1e-12)
+                np.testing.assert_allclose(_linalg.symv(A, x), A @ x, rtol=0,
+                                           atol=1e-12 * n)
+    F = np.asfortranarray(-np.eye(3))
+    assert _linalg.cholesky(F) == 1
+    with pytest.raises(np.linalg.LinAlgError):
+        with gpc.thread_limit(1):
+            _linalg.solve_lower(np.zeros((200, 200)), np.ones(200))
 
 
 def _blas_threads_seen_during(work):

@@ -11,10 +11,11 @@ import warnings
 
 import numpy as np
 from scipy.linalg import lapack
-from scipy.linalg.blas import dgemm, dsymv, dtrsm
 from sklearn.exceptions import ConvergenceWarning
 
+from .._linalg import cho_inverse, cholesky, solve_lower, symv
 from .._validation import check_integer, check_real, symmetric_from_lower
+from ..kernels import _gram
 from ..likelihoods import log_normaliser, softmax
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
@@ -24,8 +25,11 @@ _MAX_HALVINGS = 40
 
 
 def _cholesky(A, what):
-    """Lower Cholesky factor of the symmetric positive definite A (overwritten)."""
-    L, info = lapack.dpotrf(A, lower=1, clean=1, overwrite_a=1)
+    """Lower Cholesky factor of the symmetric positive definite A (Fortran-ordered,
+    overwritten), zero above the diagonal."""
+    L = np.asfortranarray(A)
+    info = cholesky(L)
+    L[np.triu_indices(L.shape[0], 1)] = 0.0
     if info != 0:
         raise NumericalError(f"multinomial model: the Cholesky factorisation of {what}"
                              f" failed (LAPACK info {info}); the kernel matrices are "
@@ -61,7 +65,8 @@ class _Factors:
             L = _cholesky(B.T, "I + sqrt(D) K sqrt(D)")
             logdet_c = float(np.sum(np.log(np.diagonal(L))))
             self.half_logdet += logdet_c
-            Binv, info = lapack.dpotri(L, lower=1, overwrite_c=1)
+            info = cho_inverse(L)
+            Binv = L
             if info != 0:
                 raise NumericalError("multinomial model: inverting B failed (LAPACK"
                                      f" info {info}).", "laplace")
@@ -71,7 +76,7 @@ class _Factors:
 
     def apply_E(self, X):
         """``E_c x_c`` for each class; X of shape (C, n)."""
-        return np.stack([dsymv(1.0, E.T, x) for E, x in zip(self.E, X)])
+        return np.stack([symv(E, x) for E, x in zip(self.E, X)])
 
     def solve_P(self, r):
         """``P^{-1} r`` for a vector r."""
@@ -90,7 +95,7 @@ class _Factors:
 
 def _mv(Ks, X):
     """``K_c x_c`` for each class."""
-    return np.stack([dsymv(1.0, K, x) for K, x in zip(Ks, X)])
+    return np.stack([symv(K, x) for K, x in zip(Ks, X)])
 
 
 def _objective(Ks, alpha, F, Y):
@@ -178,8 +183,8 @@ def _explicit_dK(fac, alpha):
     C, n = alpha.shape
     dK = np.empty((C, n, n))
     for c in range(C):
-        V = dtrsm(1.0, fac.M, fac.E[c].T, lower=1)            # M^{-1} E_c
-        G = fac.E[c] - dgemm(1.0, V, V, trans_a=1)             # A_cc
+        V = solve_lower(fac.M, fac.E[c].T)                    # M^{-1} E_c
+        G = fac.E[c] - _gram(V.T)                              # A_cc
         G *= -0.5
         G += 0.5 * np.outer(alpha[c], alpha[c])
         dK[c] = G

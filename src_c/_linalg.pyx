@@ -1,0 +1,204 @@
+# Planned linear algebra for gpc's Python code: the products, factorisations,
+# inverses and solves that the methods' Python parts call, on SciPy's BLAS and
+# LAPACK through the routines of _blas.pxd.  Each call is planned when it starts,
+# like the compiled loops' own calls: LAPACK or BLAS itself where its threads have
+# cores that other processes leave free, else gpc's tiles in the calling thread and
+# gpc's pool (src_c/_pool.h).  Matrices are float64; factors use the lower triangle.
+
+import numpy as np
+
+from _blas cimport (Tiles, chol_inverse_lower, chol_lower, gemm_planned, gpc_plan,
+                    symv_any, sync_threads, syrk_lower, tiles_next, tiles_start,
+                    tri_inverse_lower, trmm_lower)
+from scipy.linalg.cython_blas cimport dtrsm
+
+
+cdef extern from "_pairs.h" nogil:
+    void gpc_mirror_tile(double* K, long n, long i0, long i1, long j0, long j1)
+
+
+cdef _operand(X):
+    """A float64 matrix as a Fortran array and whether it is transposed: a
+    C-contiguous X is the Fortran X' (no copy), anything else is copied."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"matmul: 2-D arrays expected, got {X.ndim} dimensions.")
+    if X.flags.f_contiguous:
+        return X, False
+    if X.flags.c_contiguous:
+        return X.T, True
+    return np.asfortranarray(X), False
+
+
+def matmul(A, B, int threads=0):
+    """``A @ B`` for float64 matrices on SciPy's BLAS, planned like gpc's other
+    large calls: dgemm where its threads have free cores, else tiles of at most
+    64 x 64 x 64 on gpc's threads (``threads`` > 0: on that many, 1 all in the
+    calling thread).  The result is C-ordered when A and B both are, else
+    Fortran-ordered.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import matmul
+    >>> matmul(np.eye(2), np.arange(4.0).reshape(2, 2))
+    array([[0., 1.],
+           [2., 3.]])
+    """
+    Af, trans_a = _operand(A)
+    Bf, trans_b = _operand(B)
+    cdef bint ta = trans_a, tb = trans_b
+    cdef Py_ssize_t m = Af.shape[1] if ta else Af.shape[0]
+    cdef Py_ssize_t k = Af.shape[0] if ta else Af.shape[1]
+    cdef Py_ssize_t n = Bf.shape[0] if tb else Bf.shape[1]
+    if (Bf.shape[1] if tb else Bf.shape[0]) != k:
+        raise ValueError(f"matmul: shapes {np.shape(A)} and {np.shape(B)} do not align.")
+    if ta and tb:                           # (B' A')' : C-ordered, nothing copied
+        return matmul(Bf, Af, threads).T
+    if m == 0 or n == 0 or k == 0:
+        return np.zeros((m, n), order="F")
+    out = np.empty((m, n), order="F")
+    cdef const double[::1, :] a = Af
+    cdef const double[::1, :] b = Bf
+    cdef double[::1, :] c = out
+    sync_threads(max(m, n, k))
+    with nogil:
+        gemm_planned(ta, tb, m, n, k, 1.0, &a[0, 0], <int> a.shape[0], &b[0, 0],
+                     <int> b.shape[0], 0.0, &c[0, 0], m, threads)
+    return out
+
+
+def gram(Z):
+    """``Z @ Z.T`` for a float64 matrix Z, exactly symmetric: syrk on the lower
+    triangle, planned like :func:`matmul`, then mirrored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import gram
+    >>> gram(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[ 5., 11.],
+           [11., 25.]])
+    """
+    cdef const double[:, ::1] z = np.ascontiguousarray(Z, dtype=np.float64)
+    cdef int n = z.shape[0], d = z.shape[1]
+    cdef Tiles t
+    out = np.zeros((n, n), order="F")
+    cdef double[::1, :] g = out
+    if n == 0 or d == 0:
+        return out
+    sync_threads(max(n, d))
+    with nogil:
+        # z (n x d, C order) is the Fortran d x n matrix Z': Z Z' = (Z')' Z'.
+        syrk_lower(False, &z[0, 0], d, d, n, 1.0, 0.0, &g[0, 0])
+        tiles_start(&t, n, 64)
+        while tiles_next(&t):
+            gpc_mirror_tile(&g[0, 0], n, t.i0, t.i1, t.j0, t.j1)
+    return out
+
+
+def cholesky(double[::1, :] A):
+    """Overwrite the lower triangle of the symmetric Fortran-ordered A with its
+    lower Cholesky factor (the upper triangle is left as it was); returns
+    LAPACK's info (0, or the order of the first minor that is not positive).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import cholesky
+    >>> A = np.asfortranarray([[4.0, 2.0], [2.0, 5.0]])
+    >>> cholesky(A), np.tril(A)
+    (0, array([[2., 0.],
+           [1., 2.]]))
+    """
+    cdef int n = A.shape[0], info = 0
+    if A.shape[1] != n:
+        raise ValueError(f"cholesky: a square matrix is needed, got {A.shape}.")
+    if n == 0:
+        return 0
+    sync_threads(n)
+    with nogil:
+        info = chol_lower(&A[0, 0], n)
+    return info
+
+
+def cho_inverse(double[::1, :] L):
+    """Overwrite the lower triangle of L, a lower Cholesky factor (Fortran
+    order), with that of ``(L L')^{-1}`` (LAPACK's potri); returns LAPACK's info
+    (the index of a zero diagonal entry, else 0)."""
+    cdef int n = L.shape[0], info = 0
+    if L.shape[1] != n:
+        raise ValueError(f"cho_inverse: a square matrix is needed, got {L.shape}.")
+    if n == 0:
+        return 0
+    sync_threads(n)
+    with nogil:
+        info = chol_inverse_lower(&L[0, 0], n)
+    return info
+
+
+def symv(A, x):
+    """``A x`` for the symmetric n x n A, read from one triangle (the lower of
+    its Fortran layout)."""
+    A = np.asarray(A, dtype=np.float64)
+    cdef const double[::1, :] a = A.T if A.flags.c_contiguous else np.asfortranarray(A)
+    cdef const double[::1] v = np.ascontiguousarray(x, dtype=np.float64)
+    cdef int n = a.shape[0]
+    if a.shape[1] != n or v.shape[0] != n:
+        raise ValueError(f"symv: shapes {np.shape(A)} and {np.shape(x)} do not align.")
+    out = np.zeros(n)
+    cdef double[::1] y = out
+    if n == 0:
+        return out
+    sync_threads(n)
+    with nogil:
+        symv_any(False, &a[0, 0], n, &v[0], &y[0], 1.0, 0.0)
+    return out
+
+
+def solve_lower(L, B, bint overwrite_b=False):
+    """``L^{-1} B`` for the lower triangular n x n L and B of shape (n, m) or
+    (n,): dtrsm where its threads have free cores, else L's inverse (tiled)
+    times B by gpc's tiled trmm.  A new array, or B itself when
+    ``overwrite_b`` and B is a Fortran-ordered float64 matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import solve_lower
+    >>> solve_lower(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 3.0]))
+    array([1., 2.])
+    """
+    cdef const double[::1, :] l = np.asfortranarray(L, dtype=np.float64)
+    cdef int n = l.shape[0], m, info = 0
+    vector = np.ndim(B) == 1
+    X = np.array(B, dtype=np.float64, order="F", ndmin=2,
+                 copy=None if overwrite_b and not vector else True)
+    if vector:
+        X = X.T
+    if l.shape[1] != n or X.ndim != 2 or X.shape[0] != n:
+        raise ValueError(f"solve_lower: shapes {np.shape(L)} and {np.shape(B)} do not "
+                         "align.")
+    m = X.shape[1]
+    if n == 0 or m == 0:
+        return X[:, 0] if vector else X
+    cdef double[::1, :] x = X
+    cdef double[::1, :] inv
+    cdef char side = b'L'
+    cdef char lo = b'L'
+    cdef char nt = b'N'
+    cdef double one = 1.0
+    sync_threads(n)
+    if n <= 64 or gpc_plan(0.5 * n * n * m) == 0:
+        with nogil:
+            dtrsm(&side, &lo, &nt, &nt, &n, &m, &one, <double*> &l[0, 0], &n, &x[0, 0],
+                  &n)
+    else:
+        inv = np.array(l, order="F")
+        with nogil:
+            info = tri_inverse_lower(&inv[0, 0], n)
+            if info == 0:
+                trmm_lower(&inv[0, 0], n, &x[0, 0], m, False)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"solve_lower: L[{info - 1}, {info - 1}] is 0.")
+    return X[:, 0] if vector else X
