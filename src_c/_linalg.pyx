@@ -97,6 +97,20 @@ def gram(Z):
     return out
 
 
+cdef int _in_place(double[::1, :] A, bint inverse, str name) except -2:
+    """cholesky (or cho_inverse) of the square A in place; LAPACK's info."""
+    cdef int n = A.shape[0], info = 0
+    if A.shape[1] != n:
+        raise ValueError(f"{name}: a square matrix is needed, got "
+                         f"{(A.shape[0], A.shape[1])}.")
+    if n == 0:
+        return 0
+    sync_threads(n)
+    with nogil:
+        info = chol_inverse_lower(&A[0, 0], n) if inverse else chol_lower(&A[0, 0], n)
+    return info
+
+
 def cholesky(double[::1, :] A):
     """Overwrite the lower triangle of the symmetric Fortran-ordered A with its
     lower Cholesky factor (the upper triangle is left as it was); returns
@@ -111,30 +125,14 @@ def cholesky(double[::1, :] A):
     (0, array([[2., 0.],
            [1., 2.]]))
     """
-    cdef int n = A.shape[0], info = 0
-    if A.shape[1] != n:
-        raise ValueError(f"cholesky: a square matrix is needed, got {A.shape}.")
-    if n == 0:
-        return 0
-    sync_threads(n)
-    with nogil:
-        info = chol_lower(&A[0, 0], n)
-    return info
+    return _in_place(A, False, "cholesky")
 
 
 def cho_inverse(double[::1, :] L):
     """Overwrite the lower triangle of L, a lower Cholesky factor (Fortran
     order), with that of ``(L L')^{-1}`` (LAPACK's potri); returns LAPACK's info
     (the index of a zero diagonal entry, else 0)."""
-    cdef int n = L.shape[0], info = 0
-    if L.shape[1] != n:
-        raise ValueError(f"cho_inverse: a square matrix is needed, got {L.shape}.")
-    if n == 0:
-        return 0
-    sync_threads(n)
-    with nogil:
-        info = chol_inverse_lower(&L[0, 0], n)
-    return info
+    return _in_place(L, True, "cho_inverse")
 
 
 def symv(A, x):
