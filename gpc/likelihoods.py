@@ -1139,7 +1139,8 @@ class Softmax(Likelihood):
     approaches a step; the default numbers of points keep it within 1e-3 of
     long Monte Carlo averages on the predictive distributions of the wine and
     digits fits of ``bench/bench_multinomial.py`` (see ``bench/RESULTS.md``).
-    The cost is ``n_points * C`` exponentials and logarithms per test point.
+    The cost is ``n_points * C`` exponentials, logarithms and table look-ups
+    per test point, in loops over blocks of points that the compiler vectorises.
 
     Examples
     --------
@@ -1218,25 +1219,39 @@ class Softmax(Likelihood):
         m, C = mean.shape
         if cov.shape != (m, C, C):
             raise ValueError(f"cov must have shape {(m, C, C)}, got {cov.shape}.")
-        # softmax(f + t 1) = softmax(f): only the covariance orthogonal to 1
-        # matters, C - 1 directions, taken in decreasing variance so that the
-        # first (best spread) coordinates of the point set carry the most.
-        basis = np.linalg.qr(np.eye(C) - 1.0 / C)[0][:, :C - 1]   # orthonormal, 1-free
-        w, V = np.linalg.eigh(basis.T @ cov @ basis)
-        w, V = w[:, ::-1], basis @ V[:, :, ::-1]
-        # Variances below 1e-13 of the largest are raised to it (a covariance
-        # changed by that much): G^+ then exists.
-        w = np.maximum(w, np.maximum(1e-13 * w[:, :1], 1e-200))
-        R = V * np.sqrt(w)[:, None, :]                  # f = mean + R u
-        QV = V / np.sqrt(w)[:, None, :]
-        s2 = 1.0 / np.einsum("ick,ick->ic", QV, QV)     # 1 / (G^+)_cc
-        Q = QV * s2[:, :, None]                         # tau_c = Q_c u
-        n_points = self.n_points or _default_points(C)
-        Z = _normal_points(C - 1, int(n_points))
-        tv, td, X = _logistic_normal_table()
-        return _softmax.rb_softmax(np.ascontiguousarray(mean), np.ascontiguousarray(R),
-                                   np.ascontiguousarray(Q), np.ascontiguousarray(s2),
-                                   Z, tv, td, X)
+        n_points = int(self.n_points or _default_points(C))
+        return _softmax_rule(mean, cov, _normal_points(C - 1, n_points))
+
+
+def _softmax_rule(mean, cov, points):
+    """:meth:`Softmax.predict` with the standard normal points given, (C - 1, n)."""
+    C = mean.shape[1]
+    # softmax(f + t 1) = softmax(f): only the covariance orthogonal to 1
+    # matters, C - 1 directions, taken in decreasing variance so that the
+    # first (best spread) coordinates of the point set carry the most.
+    basis = np.linalg.qr(np.eye(C) - 1.0 / C)[0][:, :C - 1]   # orthonormal, 1-free
+    w, V = np.linalg.eigh(basis.T @ cov @ basis)
+    w, V = w[:, ::-1], basis @ V[:, :, ::-1]
+    # Variances below 1e-13 of the largest are raised to it (a covariance
+    # changed by that much): G^+ then exists.
+    w = np.maximum(w, np.maximum(1e-13 * w[:, :1], 1e-200))
+    R = V * np.sqrt(w)[:, None, :]                  # f = mean + R u
+    QV = V / np.sqrt(w)[:, None, :]
+    s2 = 1.0 / np.einsum("ick,ick->ic", QV, QV)     # 1 / (G^+)_cc
+    Q = QV * s2[:, :, None]                         # tau_c = Q_c u
+    tv, td, X = _logistic_normal_table()
+    sums = _softmax.rb_sums(np.ascontiguousarray(mean), np.ascontiguousarray(R),
+                            np.ascontiguousarray(R - Q), np.ascontiguousarray(s2),
+                            np.ascontiguousarray(points, dtype=np.float64), tv, td, X)
+    return _combine(sums, points.shape[1])
+
+
+def _combine(sums, n):
+    """The class probabilities from the sums of :func:`gpc._softmax.rb_sums` over n
+    points: the C averages divided by their sum."""
+    C = (sums.shape[1] - 2) // 2
+    h = sums[:, :C] / n
+    return h / h.sum(axis=1, keepdims=True)
 
 
 def _default_points(C):
@@ -1278,11 +1293,12 @@ _POINTS = {}
 
 
 def _normal_points(d, n):
-    """n standard normal points in d dimensions: scrambled Sobol' (seed 0), cached."""
+    """n standard normal points in d dimensions, one column each (d, n): scrambled
+    Sobol' (seed 0), cached."""
     Z = _POINTS.get((d, n))
     if Z is None:
         u = qmc.Sobol(d, scramble=True, seed=0).random_base2(int(n).bit_length() - 1)
-        Z = _POINTS[(d, n)] = ndtri(u)
+        Z = _POINTS[(d, n)] = np.ascontiguousarray(ndtri(u).T)
         Z.setflags(write=False)
     return Z
 
