@@ -1109,8 +1109,8 @@ class Softmax(Likelihood):
     n_points : int or None, default=None
         Points of the quasi-Monte Carlo rule of :meth:`predict` (a power of 2),
         shared by the C classes.  None chooses by the number of classes: 1 for
-        two (the rule is then exact), 2^10 for three, 2^11 for four, 2^12 for
-        five to seven and 2^14 from eight.
+        two (the rule is then exact), 2^11 for three, 2^12 for four, 2^13 for
+        five to ten, 2^14 for 11 to 15 and 2^15 from 16.
 
     Notes
     -----
@@ -1278,7 +1278,8 @@ def _default_points(C):
     """The default ``n_points`` of :meth:`Softmax.predict` for C classes."""
     if C == 2:
         return 1
-    return 1 << (10 if C == 3 else 11 if C == 4 else 12 if C <= 7 else 14)
+    return 1 << (11 if C == 3 else 12 if C == 4 else 13 if C <= 10 else
+                 14 if C <= 15 else 15)
 
 
 _TABLE = []
