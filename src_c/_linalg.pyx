@@ -158,7 +158,8 @@ def solve_lower(L, B, bint overwrite_b=False):
     """``L^{-1} B`` for the lower triangular n x n L and B of shape (n, m) or
     (n,): dtrsm where its threads have free cores, else L's inverse (tiled)
     times B by gpc's tiled trmm.  A new array, or B itself when
-    ``overwrite_b`` and B is a Fortran-ordered float64 matrix.
+    ``overwrite_b`` and B is a Fortran-ordered float64 matrix.  A zero on L's
+    diagonal raises LinAlgError.
 
     Examples
     --------
@@ -168,7 +169,7 @@ def solve_lower(L, B, bint overwrite_b=False):
     array([1., 2.])
     """
     cdef const double[::1, :] l = np.asfortranarray(L, dtype=np.float64)
-    cdef int n = l.shape[0], m, info = 0
+    cdef int n = l.shape[0], m
     vector = np.ndim(B) == 1
     X = np.array(B, dtype=np.float64, order="F", ndmin=2,
                  copy=None if overwrite_b and not vector else True)
@@ -180,6 +181,9 @@ def solve_lower(L, B, bint overwrite_b=False):
     m = X.shape[1]
     if n == 0 or m == 0:
         return X[:, 0] if vector else X
+    zero = np.flatnonzero(np.diagonal(l) == 0.0)
+    if zero.size:
+        raise np.linalg.LinAlgError(f"solve_lower: L[{zero[0]}, {zero[0]}] is 0.")
     cdef double[::1, :] x = X
     cdef double[::1, :] inv
     cdef char side = b'L'
@@ -194,9 +198,6 @@ def solve_lower(L, B, bint overwrite_b=False):
     else:
         inv = np.array(l, order="F")
         with nogil:
-            info = tri_inverse_lower(&inv[0, 0], n)
-            if info == 0:
-                trmm_lower(&inv[0, 0], n, &x[0, 0], m, False)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"solve_lower: L[{info - 1}, {info - 1}] is 0.")
+            tri_inverse_lower(&inv[0, 0], n)        # no zero on the diagonal: info 0
+            trmm_lower(&inv[0, 0], n, &x[0, 0], m, False)
     return X[:, 0] if vector else X

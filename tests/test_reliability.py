@@ -600,9 +600,10 @@ def test_planned_factorisations_and_solves_are_lapacks():
                                            atol=1e-12 * n)
     F = np.asfortranarray(-np.eye(3))
     assert _linalg.cholesky(F) == 1
-    with pytest.raises(np.linalg.LinAlgError):
-        with gpc.thread_limit(1):
-            _linalg.solve_lower(np.zeros((200, 200)), np.ones(200))
+    for limit in (None, 1):
+        with gpc.thread_limit(limit) if limit else contextlib.nullcontext():
+            with pytest.raises(np.linalg.LinAlgError, match=r"L\[3, 3\] is 0"):
+                _linalg.solve_lower(np.diag([1.0] * 3 + [0.0] * 197), np.ones(200))
 
 
 def _blas_threads_seen_during(work):
