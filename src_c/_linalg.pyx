@@ -111,21 +111,28 @@ cdef int _in_place(double[::1, :] A, bint inverse, str name) except -2:
     return info
 
 
-def cholesky(double[::1, :] A):
+def cholesky(double[::1, :] A, bint clean=False):
     """Overwrite the lower triangle of the symmetric Fortran-ordered A with its
-    lower Cholesky factor (the upper triangle is left as it was); returns
-    LAPACK's info (0, or the order of the first minor that is not positive).
+    lower Cholesky factor; returns LAPACK's info (0, or the order of the first
+    minor that is not positive).  The upper triangle is left as it was, or set
+    to zero with ``clean``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from gpc._linalg import cholesky
     >>> A = np.asfortranarray([[4.0, 2.0], [2.0, 5.0]])
-    >>> cholesky(A), np.tril(A)
+    >>> cholesky(A, clean=True), A
     (0, array([[2., 0.],
            [1., 2.]]))
     """
-    return _in_place(A, False, "cholesky")
+    cdef int info = _in_place(A, False, "cholesky"), i, j
+    if clean:
+        with nogil:
+            for j in range(1, A.shape[1]):
+                for i in range(j):
+                    A[i, j] = 0.0
+    return info
 
 
 def cho_inverse(double[::1, :] L):

@@ -24,12 +24,11 @@ from ._base import InferenceResult, NumericalError, register
 _MAX_HALVINGS = 40
 
 
-def _cholesky(A, what):
+def _cholesky(A, what, clean=False):
     """Lower Cholesky factor of the symmetric positive definite A (Fortran-ordered,
-    overwritten), zero above the diagonal."""
+    overwritten; zero above the diagonal with ``clean``)."""
     L = np.asfortranarray(A)
-    info = cholesky(L)
-    L[np.triu_indices(L.shape[0], 1)] = 0.0
+    info = cholesky(L, clean)
     if info != 0:
         raise NumericalError(f"multinomial model: the Cholesky factorisation of {what}"
                              f" failed (LAPACK info {info}); the kernel matrices are "
@@ -71,7 +70,8 @@ class _Factors:
                 raise NumericalError("multinomial model: inverting B failed (LAPACK"
                                      f" info {info}).", "laplace")
             np.multiply(sd[:, None] * symmetric_from_lower(Binv), sd, out=self.E[c])
-        self.M = _cholesky(np.asfortranarray(self.E.sum(axis=0)), "sum_c E_c")
+        self.M = _cholesky(np.asfortranarray(self.E.sum(axis=0)), "sum_c E_c",
+                           clean=True)
         self.half_logdet += float(np.sum(np.log(np.diagonal(self.M))))
 
     def apply_E(self, X):
