@@ -11,8 +11,8 @@ speed and accuracy.
 * accuracy on data: the first fold's Laplace fit of
   ``bench/bench_multinomial.py`` on wine (C = 3) and digits (C = 10), up to 60
   test points: the largest difference from Monte Carlo averages of
-  ``--mc-draws`` pseudo-random draws per point (drawn as ``_mc_check`` draws
-  them), beside the largest Monte Carlo standard error; both rules at their
+  ``--mc-draws`` pseudo-random draws per point (``bench_multinomial.mc_averages``),
+  beside the largest Monte Carlo standard error; both rules at their
   defaults, and the current rule at 2^12 .. 2^15 points;
 * accuracy on a synthetic stress case: 20 random latent Gaussians per C
   (means of scale 3, covariances ``A A^T / C`` with ``A`` of scale 5.5:
@@ -39,7 +39,7 @@ import warnings
 
 import numpy as np
 from _common import add_paper_arguments, footer, paper_main, standardise
-from bench_multinomial import MODELS, load
+from bench_multinomial import MODELS, load, mc_averages
 from scipy.special import ndtri
 from scipy.stats import qmc
 from sklearn.exceptions import ConvergenceWarning
@@ -272,23 +272,6 @@ def _fit(name):
     return clf, Xte
 
 
-def _mc_averages(mean, cov, draws, rng):
-    """Monte Carlo averages of softmax(f) and their standard errors, drawn as
-    ``bench_multinomial._mc_check`` draws them."""
-    mc, se = np.empty_like(mean), np.empty_like(mean)
-    for i in range(len(mean)):
-        w, V = np.linalg.eigh(cov[i])
-        root = V * np.sqrt(np.maximum(w, 0.0))
-        total, total_sq, done = 0.0, 0.0, 0
-        while done < draws:
-            k = min(250_000, draws - done)
-            S = softmax(mean[i][:, None] + root @ rng.standard_normal((len(w), k)))
-            total, total_sq, done = total + S.sum(1), total_sq + (S ** 2).sum(1), done + k
-        mc[i] = total / draws
-        se[i] = np.sqrt(np.maximum(total_sq / draws - mc[i] ** 2, 0.0) / draws)
-    return mc, se
-
-
 def _data_lines(draws):
     sweep = (12, 13, 14, 15)
     lines = [f"Largest difference from {draws:.0e}-draw Monte Carlo averages at up to "
@@ -300,7 +283,7 @@ def _data_lines(draws):
     for name in ("wine", "digits"):
         clf, Xte = _fit(name)
         mean, cov = clf.latent_mean_and_variance(Xte[:60])
-        mc, se = _mc_averages(mean, cov, draws, np.random.default_rng(0))
+        mc, se = mc_averages(mean, cov, draws, np.random.default_rng(0))
         old = np.abs(previous_predict(Softmax(), mean, cov) - mc).max()
         new = np.abs(clf.predict_proba(Xte[:60]) - mc).max()
         errs = [np.abs(_softmax_rule(mean, cov, _points(mean.shape[1] - 1, 1 << k, 0))
