@@ -17,6 +17,9 @@ Workloads:
   Laplace and EP and scikit-learn's Laplace;
 * one fit with the optimizer (both libraries' default) at n = 200, and gpc's with
   one BLAS thread for the process;
+* before the rounds, idle: gpc's fixed-kernel fits with one BLAS thread and on
+  gpc's tiles on one thread, the floors a call on one thread has beside the load
+  (``floors``);
 * ``GridSearchCV(n_jobs=2)`` over gpc's classifier (4 length scales, 3 folds, n = 300);
 * the floor: LAPACK's Cholesky through SciPy (the library gpc calls) at n = 200 and
   2000, with the same threads, with one thread, and gpc's tiled Cholesky (its BLAS
@@ -27,6 +30,7 @@ Workloads:
 Run standalone (``python bench/bench_load.py``) or through ``bench/run_all.py``.
 """
 
+import contextlib
 import multiprocessing as mp
 import os
 import time
@@ -241,6 +245,33 @@ def bench(n, calls, sizes, repeat):
     return alone, busy
 
 
+def floors(sizes, repeat):
+    """Idle, for gpc's fixed-kernel fits: the time alone, with one BLAS thread
+    for the process (LAPACK in the calling thread) and under
+    ``gpc.thread_limit(1)`` (gpc's tiles on one thread, the route a busy machine
+    gets); Markdown lines.  Beside two busy threads on two cores one thread gets
+    two thirds of a core, so 1.5 times the one-thread time over the time alone
+    is the slowdown a call on one thread cannot go below there."""
+    from threadpoolctl import threadpool_limits
+
+    fits = {k: v for k, v in _fits(sizes).items() if k.startswith("gpc") and
+            "optimizer" not in k}
+    routes = {"alone": contextlib.nullcontext,
+              "one BLAS thread": lambda: threadpool_limits(limits=1, user_api="blas"),
+              "gpc's tiles on one thread": lambda: gpc.thread_limit(1)}
+    lines = ["| workload | " + " (s) | ".join(routes) + " (s) | 1.5 x one BLAS "
+             "thread / alone | 1.5 x tiles / alone |", "|---|---|---|---|---|---|"]
+    for name, fn in fits.items():
+        t = []
+        for route in routes.values():
+            with route():
+                _time(fn)
+                t.append(float(np.median([_time(fn) for _ in range(max(repeat, 5))])))
+        lines.append(f"| {name} | {t[0]:.3g} | {t[1]:.3g} | {t[2]:.3g} | "
+                     f"{1.5 * t[1] / t[0]:.2f} | {1.5 * t[2] / t[0]:.2f} |")
+    return lines
+
+
 def _peer(name, names):
     """The scikit-learn row that gpc's row ``name`` is compared with, or None."""
     if name.startswith(("scikit-learn", "LAPACK", "the same", "gpc's tiled")):
@@ -254,7 +285,7 @@ def _peer(name, names):
     return "scikit-learn Laplace fit, n = " + name.rsplit("n = ", 1)[-1]
 
 
-def report(alone, busy, calls, repeat):
+def report(alone, busy, calls, repeat, floor=()):
     med = {k: {name: float(np.median(v)) for name, v in d.items()}
            for k, d in (("alone", alone), ("busy", busy))}
     lines = [
@@ -280,6 +311,10 @@ def report(alone, busy, calls, repeat):
                      f"{max(busy[name]):.3g} | {b[name] / a[name]:.1f}x | {vs} |")
     shared = [f"{os.path.basename(k)}: {'process-wide' if v else 'per thread' if v is False else 'absent'}"
               for k, v in per_thread_control().items()]
+    if floor:
+        lines += ["", "Idle, before the rounds above: gpc's fixed-kernel fits on the "
+                  "routes a busy machine leaves (medians of at least 5 fits each; see "
+                  "``floors``):", "", *floor]
     lines += ["", "`openblas_set_num_threads_local(1)` called in another thread: "
               + ("; ".join(shared) or "no OpenBLAS loaded") + ".", "", machine_line()]
     return "\n".join(lines) + "\n"
@@ -297,8 +332,9 @@ def add_arguments(ap):
 
 def run(args):
     """Run the busy-machine benchmark; returns the Markdown section."""
+    floor = floors(args.load_fit_sizes, args.repeat)
     alone, busy = bench(args.load_n, args.load_calls, args.load_fit_sizes, args.repeat)
-    return report(alone, busy, args.load_calls, args.repeat)
+    return report(alone, busy, args.load_calls, args.repeat, floor)
 
 
 def main(argv=None):
