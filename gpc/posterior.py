@@ -166,7 +166,7 @@ class SitePosterior(_Posterior):
         -------
         ndarray of shape (n, n)
         """
-        V = solve_lower(self.L, np.diag(self.sW), overwrite_b=True)      # L^-1 sW
+        V = solve_lower(self.L, np.diag(self.sW))                        # L^-1 sW
         inverse = _gram(V.T)
         if getattr(self, "Q", None) is not None:
             inverse -= self.Q @ self.Q.T

@@ -576,30 +576,57 @@ cdef inline void syrk_lower(bint outer, const floating* a, int k, int lda, int n
     gpc_pool_run(threads, _syrk_task, &job, rows * (rows + 1) // 2)
 
 
-cdef inline int solve_right_tiled(const double* l, int m, double* b,
-                                  int n) noexcept nogil:
-    """B <- B L^{-T} for the lower triangular m x m `l` and the n x m `b` (leading
-    dimension n), as (B L^{-T})' = L^{-1} B': tri_inverse_lower, then trmm_lower
-    on a transposed copy.  Returns LAPACK's info of the inversion (-1 when memory
-    ran out)."""
-    cdef int r, c, info
-    cdef double* inv = <double*> malloc((<size_t> m * m + <size_t> n * m)
-                                        * sizeof(double))
-    cdef double* bt
+cdef inline int solve_left_tiled(const double* l, int m, double* b,
+                                 int nrhs) noexcept nogil:
+    """B <- L^{-1} B for the lower triangular m x m `l` and the m x nrhs `b`
+    (leading dimension m): tri_inverse_lower on a copy of L, then trmm_lower.
+    Returns LAPACK's info of the inversion (-1 when memory ran out)."""
+    cdef int info
+    cdef double* inv = <double*> malloc(<size_t> m * m * sizeof(double))
     if inv == NULL:
         return -1
-    bt = inv + <size_t> m * m
     memcpy(inv, l, <size_t> m * m * sizeof(double))
     info = tri_inverse_lower(inv, m)
     if info == 0:
-        for c in range(m):
-            for r in range(n):
-                bt[c + <size_t> r * m] = b[r + <size_t> c * n]
-        trmm_lower(inv, m, bt, n, False)
+        trmm_lower(inv, m, b, nrhs, False)
+    free(inv)
+    return info
+
+
+cdef inline int solve_left_lower(const double* l, int m, double* b,
+                                 int nrhs) noexcept nogil:
+    """B <- L^{-1} B for the lower triangular m x m `l` and the m x nrhs `b`
+    (leading dimension m): dtrsm up to order TILE and where gpc_plan(m^2 nrhs / 2)
+    gives its threads free cores, else solve_left_tiled.  Returns LAPACK's info
+    (-1 when memory ran out)."""
+    cdef char left = b'L'
+    cdef char lo = b'L'
+    cdef char nd = b'N'
+    cdef double one = 1.0
+    if m > TILE and gpc_plan(0.5 * m * m * nrhs) != 0:
+        return solve_left_tiled(l, m, b, nrhs)
+    dtrsm(&left, &lo, &nd, &nd, &m, &nrhs, &one, <double*> l, &m, b, &m)
+    return 0
+
+
+cdef inline int solve_right_tiled(const double* l, int m, double* b,
+                                  int n) noexcept nogil:
+    """B <- B L^{-T} for the lower triangular m x m `l` and the n x m `b` (leading
+    dimension n), as (B L^{-T})' = L^{-1} B': solve_left_tiled on a transposed
+    copy.  Returns LAPACK's info of the inversion (-1 when memory ran out)."""
+    cdef int r, c, info
+    cdef double* bt = <double*> malloc(<size_t> n * m * sizeof(double))
+    if bt == NULL:
+        return -1
+    for c in range(m):
+        for r in range(n):
+            bt[c + <size_t> r * m] = b[r + <size_t> c * n]
+    info = solve_left_tiled(l, m, bt, n)
+    if info == 0:
         for c in range(m):
             for r in range(n):
                 b[r + <size_t> c * n] = bt[c + <size_t> r * m]
-    free(inv)
+    free(bt)
     return info
 
 
@@ -716,24 +743,18 @@ cdef struct GemmJob:
 
 cdef inline void _gemm_task(void* ctx, int t) noexcept nogil:
     """Block (i, q) of C, numbered down the block columns: the sum over
-    TILE-wide steps of the inner dimension of dgemm on tiles, beta applied by
-    the first (C alone scaled by beta when k is 0)."""
+    TILE-wide steps of the inner dimension (k >= 1) of dgemm on tiles, beta
+    applied by the first."""
     cdef GemmJob* job = <GemmJob*> ctx
     cdef char nt = b'N'
     cdef char tr = b'T'
-    cdef int rows = (job.m + TILE - 1) // TILE, kk = 0, bk, r, c
+    cdef int rows = (job.m + TILE - 1) // TILE, kk = 0, bk
     cdef int i = (t % rows) * TILE, q = (t // rows) * TILE
     cdef int h = _edge(job.m, i), w = _edge(job.n, q)
     cdef double beta = job.beta
     cdef double* out = job.c + i + <size_t> q * job.ldc
     cdef const double* ai
     cdef const double* bq
-    if job.k == 0:
-        for c in range(w):
-            for r in range(h):
-                out[r + <size_t> c * job.ldc] = (0.0 if beta == 0.0 else
-                                                  beta * out[r + <size_t> c * job.ldc])
-        return
     while kk < job.k:
         bk = _edge(job.k, kk)
         ai = job.a + (kk + <size_t> i * job.lda if job.ta else i + <size_t> kk * job.lda)
@@ -748,8 +769,8 @@ cdef inline void gemm_planned(bint ta, bint tb, int m, int n, int k, double alph
                               const double* a, int lda, const double* b, int ldb,
                               double beta, double* c, int ldc,
                               int threads) noexcept nogil:
-    """C <- alpha op(A) op(B) + beta C (op(A) m x k, op(B) k x n, C m x n; all
-    column-major with the leading dimensions given): dgemm where gpc_plan(m n k)
+    """C <- alpha op(A) op(B) + beta C (op(A) m x k, op(B) k x n, C m x n, k >= 1;
+    all column-major with the leading dimensions given): dgemm where gpc_plan(m n k)
     gives its threads free cores; else each block of C a task of gpc's pool
     built of dgemm calls on tiles, in the calling thread as far as OpenBLAS is
     concerned (it threads dgemm from 64 x 64 x 64: up to that, dgemm runs in

@@ -7,10 +7,9 @@
 
 import numpy as np
 
-from _blas cimport (Tiles, chol_inverse_lower, chol_lower, gemm_planned, gpc_plan,
-                    symv_any, sync_threads, syrk_lower, tiles_next, tiles_start,
-                    tri_inverse_lower, trmm_lower)
-from scipy.linalg.cython_blas cimport dtrsm
+from _blas cimport (Tiles, chol_inverse_lower, chol_lower, gemm_planned,
+                    solve_left_lower, symv_any, sync_threads, syrk_lower, tiles_next,
+                    tiles_start)
 
 
 cdef extern from "_pairs.h" nogil:
@@ -83,10 +82,10 @@ def gram(Z):
     cdef const double[:, ::1] z = np.ascontiguousarray(Z, dtype=np.float64)
     cdef int n = z.shape[0], d = z.shape[1]
     cdef Tiles t
-    out = np.zeros((n, n), order="F")
-    cdef double[::1, :] g = out
     if n == 0 or d == 0:
-        return out
+        return np.zeros((n, n), order="F")
+    out = np.empty((n, n), order="F")           # syrk's lower triangle, mirrored
+    cdef double[::1, :] g = out
     sync_threads(max(n, d))
     with nogil:
         # z (n x d, C order) is the Fortran d x n matrix Z': Z Z' = (Z')' Z'.
@@ -192,19 +191,10 @@ def solve_lower(L, B, bint overwrite_b=False):
     if zero.size:
         raise np.linalg.LinAlgError(f"solve_lower: L[{zero[0]}, {zero[0]}] is 0.")
     cdef double[::1, :] x = X
-    cdef double[::1, :] inv
-    cdef char side = b'L'
-    cdef char lo = b'L'
-    cdef char nt = b'N'
-    cdef double one = 1.0
+    cdef int info
     sync_threads(n)
-    if n <= 64 or gpc_plan(0.5 * n * n * m) == 0:
-        with nogil:
-            dtrsm(&side, &lo, &nt, &nt, &n, &m, &one, <double*> &l[0, 0], &n, &x[0, 0],
-                  &n)
-    else:
-        inv = np.array(l, order="F")
-        with nogil:
-            tri_inverse_lower(&inv[0, 0], n)        # no zero on the diagonal: info 0
-            trmm_lower(&inv[0, 0], n, &x[0, 0], m, False)
+    with nogil:
+        info = solve_left_lower(&l[0, 0], n, &x[0, 0], m)
+    if info != 0:
+        raise MemoryError("solve_lower: no memory for L's inverse.")
     return X[:, 0] if vector else X

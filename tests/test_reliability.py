@@ -606,15 +606,18 @@ def test_planned_factorisations_and_solves_are_lapacks():
                 _linalg.solve_lower(np.diag([1.0] * 3 + [0.0] * 197), np.ones(200))
 
 
+def _blas_thread_counts():
+    """(library, thread count) of every BLAS library threadpoolctl sees."""
+    from threadpoolctl import threadpool_info
+
+    return tuple(sorted((i["filepath"], i["num_threads"]) for i in threadpool_info()
+                        if i["user_api"] == "blas"))
+
+
 def _blas_threads_seen_during(work):
     """The BLAS thread counts that threadpoolctl reports in a second thread
     while ``work`` runs in this one (read over and over), and after it."""
-    from threadpoolctl import threadpool_info
-
-    def counts():
-        return tuple(sorted((i["filepath"], i["num_threads"]) for i in threadpool_info()
-                            if i["user_api"] == "blas"))
-
+    counts = _blas_thread_counts
     seen, done = set(), threading.Event()
 
     def watch():
@@ -633,11 +636,10 @@ def _blas_threads_seen_during(work):
 
 
 def test_no_gpc_call_changes_the_blas_threads_other_threads_see():
-    from threadpoolctl import threadpool_info
-
     from gpc import mcmc
 
-    if all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas"):
+    before = {_blas_thread_counts()}
+    if all(count == 1 for _, count in next(iter(before))):
         pytest.skip("BLAS runs one thread here: a change to one would not show")
     X, y = _data(0, n=300)
     K = RBF(1.0)(X)
@@ -653,8 +655,6 @@ def test_no_gpc_call_changes_the_blas_threads_other_threads_see():
         "dense EP fit": lambda: gpc.GaussianProcessClassifier(
             RBF(1.0), method="ep", optimizer=None).fit(X, y),
     }
-    before = {tuple(sorted((i["filepath"], i["num_threads"]) for i in threadpool_info()
-                           if i["user_api"] == "blas"))}
     for name, call in calls.items():
         assert _blas_threads_seen_during(call) == before, name
 
