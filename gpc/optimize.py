@@ -9,12 +9,12 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.optimize
 import scipy.spatial.distance
 from scipy.special import gammaln
 from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
+from . import _lbfgsb
 from ._validation import check_integer
 from .inference.evidence import EvidenceObjective  # noqa: F401  (its former home)
 
@@ -211,7 +211,7 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     bounds : array-like of shape (p, 2)
         Bounds on theta (log space).
     optimizer : "fmin_l_bfgs_b" or callable, default="fmin_l_bfgs_b"
-        "fmin_l_bfgs_b" is SciPy's L-BFGS-B in stages (see Notes).  A callable has
+        "fmin_l_bfgs_b" is L-BFGS-B in stages (see Notes).  A callable has
         scikit-learn's signature ``optimizer(obj_func, initial_theta, bounds) ->
         (theta_opt, func_min)``, where ``obj_func(theta, eval_gradient=True)``
         returns the NEGATIVE objective (and its gradient); it runs once per start.
@@ -319,7 +319,7 @@ def stationarity(run, bounds, tol):
     along it, and whether the run counts as stationary: a projected gradient
     of at most ``tol``, or a predicted gain of at most ``tol / 100`` (a large
     gradient along a steeply curved direction, whose optimum is a hundredth of
-    a unit away: a stop by SciPy's ``ftol`` leaves such ones)."""
+    a unit away: a stop by L-BFGS-B's ``ftol`` leaves such ones)."""
     pg = projected_gradient(run.x, run.jac, bounds)
     largest = float(np.max(np.abs(pg), initial=0.0))
     gain = 0.5 * float(pg @ run.newton(pg)) if hasattr(run, "newton") else np.inf
@@ -500,12 +500,12 @@ def _tying(groups, bounds):
 
 def lbfgsb(obj_func, start, bounds, gtol=1e-5, accept=1e-3, max_resumes=3,
            first_step=None, min_gain=None):
-    """SciPy's L-BFGS-B on a function to minimise, until the largest absolute
+    """L-BFGS-B on a function to minimise, until the largest absolute
     projected gradient is at most ``gtol`` (or, with ``min_gain``, an iteration
     lowers the objective by at most that much), its first step at most one unit long
     in log space, resumed from its end point (its curvature memory reset) while
     it stops (on a stalled line search, or on a relative change of the objective
-    below SciPy's ``ftol``) short of :func:`stationarity`'s test with ``accept``
+    below L-BFGS-B's ``ftol``) short of :func:`stationarity`'s test with ``accept``
     and the resumed run improves the objective.  ``first_step(g0)``, when given, sets
     the length of the first run's first step from the projected gradient at
     ``start`` (e.g. a quasi-Newton step of an earlier run's curvature).
@@ -548,7 +548,7 @@ def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5, first_step=None, min_gain
     default 1), or shorter when the gradient is (the scale is at least 1); the
     result in the objective's own units, with ``newton(g)``: the run's final
     quasi-Newton step ``H g`` for a gradient g of the objective.  ``min_gain``
-    sets SciPy's relative ``ftol`` so that the run stops when an iteration
+    sets L-BFGS-B's relative ``ftol`` so that the run stops when an iteration
     gains at most about that much (relative to the objective at the start)."""
     start = np.asarray(start, dtype=np.float64)
     f0, g0 = obj_func(start)
@@ -567,8 +567,7 @@ def _scaled_lbfgsb(obj_func, start, bounds, gtol=1e-5, first_step=None, min_gain
     options = {"gtol": gtol / scale}
     if min_gain is not None:
         options["ftol"] = float(min_gain) / max(abs(float(f0)), scale)
-    run = scipy.optimize.minimize(scaled, start, method="L-BFGS-B", jac=True,
-                                  bounds=bounds, options=options)
+    run = _lbfgsb.minimize(scaled, start, bounds, **options)
     run.fun = float(run.fun) * scale
     run.jac = np.asarray(run.jac) * scale
     hess_inv = run.hess_inv

@@ -37,13 +37,12 @@ bound is offered for it):
 import warnings
 
 import numpy as np
-import scipy.optimize
 from scipy.linalg import blas, lapack
 from scipy.special import log_expit, log_ndtr
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _vb
+from .. import _lbfgsb, _vb
 from .._moments import mills
 from .._validation import check_integer, check_real
 from ..posterior import ExplicitPosterior, SitePosterior
@@ -485,9 +484,8 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
         return value, grad
 
     start = np.full(n, 0.5)
-    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
-                   bounds=[(eps, 1.0 - eps)] * n,
-                   options={"maxiter": int(max_iter), "ftol": 0.0, "gtol": tol})
+    res = _lbfgsb.minimize(objective, start, [(eps, 1.0 - eps)] * n,
+                           maxiter=int(max_iter), ftol=0.0, gtol=tol)
     mu = res.x
     value = objective(mu)[0]
     if not np.isfinite(value):

@@ -1,0 +1,478 @@
+"""L-BFGS-B whose own algebra stays in the calling thread.
+
+SciPy's L-BFGS-B solves its small triangular systems with LAPACK's ``dtrtrs``,
+which OpenBLAS shares out to its worker threads whatever the size; on a machine
+whose cores are busy with other processes, each of those calls waits for threads
+that are not scheduled, and a hyperparameter fit that is mostly such waits slows
+down four- to fivefold.  :func:`minimize` is the same algorithm: the
+generalised Cauchy point and the direct primal subspace step of Byrd, Lu,
+Nocedal & Zhu (1995), the projection of that step of Morales & Nocedal (2011),
+and the line search of More & Thuente (1994) with L-BFGS-B's constants.  Its
+2m x 2m systems (m <= 10 correction pairs) are solved by element-wise numpy
+operations, which no BLAS threads take part in.
+"""
+
+import numpy as np
+from scipy.optimize import LbfgsInvHessProduct, OptimizeResult
+
+_EPS = np.finfo(np.float64).eps
+_FTOL_LS, _GTOL_LS, _XTOL_LS = 1e-3, 0.9, 0.1     # L-BFGS-B's line search
+
+
+def minimize(fun, x0, bounds=None, *, maxcor=10, ftol=2.2204460492503131e-09,
+             gtol=1e-5, maxiter=15000, maxfun=15000, maxls=20, callback=None):
+    """Minimise ``fun`` within bounds by L-BFGS-B.
+
+    The options and the result are those of ``scipy.optimize.minimize(fun, x0,
+    jac=True, method="L-BFGS-B", bounds=bounds, options=...)``, and the
+    iterates are the same up to rounding.  The differences: no call wakes BLAS
+    or LAPACK threads (see the module's docstring), a line search that ends
+    above its start counts as failed rather than as a step, and ``hess_inv``
+    (below).
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> (f, g)``: the objective and its gradient at a float64 array.
+        A value or gradient that is not finite ends the line search as a
+        failed one.
+    x0 : array-like of shape (n,)
+        The start; clipped into the bounds.
+    bounds : array-like of shape (n, 2), optional
+        ``(low, high)`` per variable; infinite entries for none.
+    maxcor : int, default=10
+        The number of correction pairs the quasi-Newton model keeps.
+    ftol : float, default=2.22e-9
+        Stop when ``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol``.
+    gtol : float, default=1e-5
+        Stop when the largest absolute projected gradient is at most ``gtol``.
+    maxiter, maxfun : int, default=15000
+        Limits on the iterations and on the evaluations of ``fun`` (checked
+        after each iteration).
+    maxls : int, default=20
+        The most evaluations of one line search.
+    callback : callable, optional
+        Called after each iteration with an ``OptimizeResult`` holding the
+        iterate ``x`` and its value ``fun``.
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+        ``x``, ``fun``, ``jac``, ``nit``, ``nfev``, ``status`` (0 converged, 1 a
+        limit reached, 2 an abnormal stop), ``success``, ``message`` and
+        ``hess_inv``, the quasi-Newton inverse Hessian as a
+        ``scipy.optimize.LbfgsInvHessProduct`` of every pair in memory, oldest
+        first (SciPy's leaves out the newest pair, and after ``maxcor``
+        updates takes them in the order of its circular store).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._lbfgsb import minimize
+    >>> fun = lambda x: (float(((x - 2.0) ** 2).sum()), 2.0 * (x - 2.0))
+    >>> res = minimize(fun, np.zeros(2), bounds=[(-1.0, 1.0), (-5.0, 5.0)])
+    >>> np.round(res.x, 6).tolist(), res.status
+    ([1.0, 2.0], 0)
+    """
+    x = np.asarray(x0, dtype=np.float64).ravel().copy()
+    lo, hi = _bounds(bounds, x.size)
+    np.clip(x, lo, hi, out=x)
+    constrained = bool(np.isfinite(lo).any() or np.isfinite(hi).any())
+    boxed = bool(np.isfinite(lo).all() and np.isfinite(hi).all())
+    counter = _Counted(fun)
+    f, g = counter(x)
+    memory, nit, status, message = _Memory(x.size, maxcor), 0, None, None
+    if not (np.isfinite(f) and np.isfinite(g).all()):
+        status, message = 2, "ABNORMAL: the objective is not finite at the start"
+    elif _projected_norm(x, g, lo, hi) <= gtol:
+        status, message = 0, "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
+    while status is None:
+        try:
+            d = _direction(x, g, lo, hi, memory, constrained) - x
+        except np.linalg.LinAlgError:       # a singular subspace system
+            memory.reset()
+            continue
+        found = _line_search(counter, x, f, g, d, (lo, hi), _first_step(
+            x, d, lo, hi, nit, constrained, boxed), maxls)
+        if found is None:                   # no step: forget the curvature
+            if memory.k == 0:
+                status, message = 2, "ABNORMAL: the line search found no lower point"
+            memory.reset()
+            continue
+        x_new, f_new, g_new, stp = found
+        nit += 1
+        status, message = _stopped(f, f_new, x_new, g_new, lo, hi, ftol, gtol)
+        if status is None:
+            memory.update(x_new - x, g_new - g, -stp * _dot(g, d))
+        x, f, g = x_new, f_new, g_new
+        if callback is not None:
+            callback(OptimizeResult(x=x.copy(), fun=f))
+        if status is None and (nit >= maxiter or counter.n > maxfun):
+            status, message = 1, "STOP: TOTAL NO. OF ITERATIONS OR EVALUATIONS " \
+                                 "REACHED LIMIT"
+    return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=counter.n, njev=counter.n,
+                          status=status, success=status == 0, message=message,
+                          hess_inv=memory.hess_inv())
+
+
+def _bounds(bounds, n):
+    """``(low, high)`` arrays of the bounds (None entries: infinite)."""
+    if bounds is None:
+        return np.full(n, -np.inf), np.full(n, np.inf)
+    b = np.array([[np.nan if v is None else v for v in row] for row in bounds],
+                 dtype=np.float64)
+    if b.shape != (n, 2):
+        raise ValueError(f"bounds must have shape ({n}, 2), got {b.shape}.")
+    lo, hi = b[:, 0], b[:, 1]
+    lo[np.isnan(lo)], hi[np.isnan(hi)] = -np.inf, np.inf
+    if (lo > hi).any():
+        raise ValueError("A lower bound is greater than its upper bound.")
+    return lo, hi
+
+
+class _Counted:
+    """``fun`` as ``(float, float64 array)``, its calls counted."""
+
+    def __init__(self, fun):
+        self.fun, self.n = fun, 0
+
+    def __call__(self, x):
+        self.n += 1
+        f, g = self.fun(x.copy())
+        return float(f), np.array(g, dtype=np.float64).ravel()
+
+
+def _dot(a, b):
+    """``a' b`` for vectors, or ``A' b`` for a matrix A, in numpy's own loops
+    (``@`` would call BLAS, which shares large products out to its threads)."""
+    return float(np.einsum("i,i->", a, b)) if a.ndim == 1 else np.einsum(
+        "ik,i->k", a, b)
+
+
+def _mul(A, v):
+    """``A v`` in numpy's own loops (see :func:`_dot`)."""
+    return np.einsum("ik,k->i", A, v)
+
+
+def _projected_norm(x, g, lo, hi):
+    """The largest absolute component of the projected gradient."""
+    pg = np.clip(x - g, lo, hi) - x
+    return float(np.max(np.abs(pg), initial=0.0))
+
+
+def _stopped(f_old, f, x, g, lo, hi, ftol, gtol):
+    """``(status, message)`` of the convergence tests after an iteration, or
+    ``(None, None)`` to go on."""
+    if _projected_norm(x, g, lo, hi) <= gtol:
+        return 0, "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
+    if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0):
+        return 0, "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
+    return None, None
+
+
+class _Memory:
+    """The limited-memory BFGS matrix ``B = theta I - W M W'`` of the last pairs
+    (s, y), oldest first: ``W = [Y, theta S]``, ``M`` the inverse of the middle
+    matrix ``[[-D, L'], [L, theta S'S]]`` (D the diagonal, L the strictly lower
+    triangle of S'Y)."""
+
+    def __init__(self, n, maxcor):
+        self.n, self.maxcor = n, max(int(maxcor), 1)
+        self.reset()
+
+    def reset(self):
+        self.S, self.Y = np.empty((self.n, 0)), np.empty((self.n, 0))
+        self.theta, self.W, self.middle, self.M = 1.0, np.empty((self.n, 0)), None, None
+
+    @property
+    def k(self):
+        return self.S.shape[1]
+
+    def update(self, s, y, descent):
+        """Add a pair unless its curvature ``s'y`` is not positive enough
+        (``descent``: ``-s'g`` at the step's start, as L-BFGS-B tests)."""
+        sy = _dot(s, y)
+        if not sy > _EPS * descent:
+            return
+        S = np.column_stack([self.S, s])[:, -self.maxcor:]
+        Y = np.column_stack([self.Y, y])[:, -self.maxcor:]
+        theta = _dot(y, y) / sy
+        SY = np.einsum("ik,il->kl", S, Y)
+        middle = np.block([[-np.diag(np.diag(SY)), np.tril(SY, -1).T],
+                           [np.tril(SY, -1), theta * np.einsum("ik,il->kl", S, S)]])
+        try:
+            M = _solve(middle, np.eye(middle.shape[0]))
+        except np.linalg.LinAlgError:       # S nearly rank-deficient: start afresh
+            self.reset()
+            return
+        self.S, self.Y, self.theta, self.middle, self.M = S, Y, theta, middle, M
+        self.W = np.hstack([Y, theta * S])
+
+    def hess_inv(self):
+        return LbfgsInvHessProduct(self.S.T.copy(), self.Y.T.copy())
+
+
+def _solve(A, B):
+    """``A^{-1} B`` for a small square A by Gaussian elimination with partial
+    pivoting, in element-wise numpy operations; LinAlgError when a pivot is
+    zero or the solution is not finite."""
+    n, shape = A.shape[0], np.shape(B)
+    A, B = np.array(A, dtype=np.float64), np.array(B, dtype=np.float64).reshape(n, -1)
+    for j in range(n):
+        p = j + int(np.argmax(np.abs(A[j:, j])))
+        if A[p, j] == 0.0:
+            raise np.linalg.LinAlgError("singular matrix")
+        A[[j, p]], B[[j, p]] = A[[p, j]], B[[p, j]]
+        factors = A[j + 1:, j] / A[j, j]
+        A[j + 1:, j:] -= factors[:, None] * A[j, j:]
+        B[j + 1:] -= factors[:, None] * B[j]
+    for j in range(n - 1, -1, -1):
+        B[j] = (B[j] - A[j, j + 1:] @ B[j + 1:]) / A[j, j]
+    if not np.isfinite(B).all():
+        raise np.linalg.LinAlgError("singular matrix")
+    return B.reshape(shape)
+
+
+def _direction(x, g, lo, hi, memory, constrained):
+    """The point the quasi-Newton model proposes: the subspace minimiser from
+    the generalised Cauchy point (without bounds and with curvature pairs, from
+    x itself), projected into the box, or cut back to it where the projection
+    is no descent direction."""
+    if constrained or memory.k == 0:
+        xc, c, free = _cauchy(x, g, lo, hi, memory)
+    else:
+        xc, c, free = x, np.zeros(2 * memory.k), np.ones(x.size, dtype=bool)
+    if memory.k == 0 or not free.any():
+        return xc
+    du = _subspace_step(x, g, xc, c, free, memory)
+    xbar = xc.copy()
+    xbar[free] = np.clip(xc[free] + du, lo[free], hi[free])
+    if _dot(xbar - x, g) <= 0.0:
+        return xbar
+    xbar[free] = xc[free] + _longest_step(xc[free], du, lo[free], hi[free], 1.0) * du
+    return np.clip(xbar, lo, hi)
+
+
+def _cauchy(x, g, lo, hi, memory):
+    """``(xc, c, free)``: the first local minimiser of the model along the
+    projected steepest-descent path, ``c = W'(xc - x)``, and the variables not
+    at a bound there."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(g < 0, (x - hi) / g, np.where(g > 0, (x - lo) / g, np.inf))
+    t[np.isnan(t)] = np.inf
+    d = np.where(t > 0, -g, 0.0)
+    theta, W, M = memory.theta, memory.W, memory.M
+    p, c = _dot(W, d), np.zeros(W.shape[1])
+    f1 = -_dot(d, d)
+    f2 = -theta * f1 - (float(p @ M @ p) if memory.k else 0.0)
+    f2_first = f2
+    xc, free = x.copy(), (t > 0) & (lo < hi)
+    t_old = 0.0
+    dt_min = -f1 / f2 if f2 > 0 else np.inf
+    breaks = np.flatnonzero((t > 0) & (t < np.inf))
+    for b in breaks[np.argsort(t[breaks], kind="stable")]:
+        if dt_min < t[b] - t_old:
+            break
+        dt, gb = t[b] - t_old, g[b]
+        xc[b] = hi[b] if d[b] > 0 else lo[b]
+        c += dt * p
+        f1 += dt * f2 + gb * gb + theta * gb * (xc[b] - x[b])
+        f2 -= theta * gb * gb
+        if memory.k:
+            wb = W[b]
+            Mw = M @ wb
+            f1 -= gb * float(Mw @ c)
+            f2 -= 2.0 * gb * float(Mw @ p) + gb * gb * float(wb @ Mw)
+        f2 = max(_EPS * f2_first, f2)
+        p += gb * W[b]
+        d[b], free[b], t_old = 0.0, False, t[b]
+        dt_min = -f1 / f2
+    dt_min = max(dt_min, 0.0)
+    moving = d != 0
+    xc[moving] = x[moving] + (t_old + dt_min) * d[moving]
+    return xc, c + dt_min * p, free
+
+
+def _subspace_step(x, g, xc, c, free, memory):
+    """The Newton step of the model over the free variables from ``xc``:
+    ``-Bf^{-1} r`` with ``Bf = theta I - Wf M Wf'`` by Sherman-Morrison-Woodbury,
+    ``r`` the model's reduced gradient at ``xc``."""
+    theta, W, M = memory.theta, memory.W, memory.M
+    r = (g + theta * (xc - x) - _mul(W, M @ c))[free]
+    Wf = W[free]
+    v = _solve(memory.middle - np.einsum("ik,il->kl", Wf, Wf) / theta, _dot(Wf, r))
+    return -r / theta - _mul(Wf, v) / theta ** 2
+
+
+def _longest_step(x, d, lo, hi, cap):
+    """The longest step ``a <= cap`` with ``lo <= x + a d <= hi``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(d > 0, (hi - x) / d, np.where(d < 0, (lo - x) / d, np.inf))
+    return float(min(cap, np.min(np.maximum(room, 0.0), initial=np.inf)))
+
+
+def _first_step(x, d, lo, hi, nit, constrained, boxed):
+    """``(first trial step, largest step)`` of the line search along d, as
+    L-BFGS-B takes them: at the first iteration the whole step when every
+    variable is boxed, else one unit long; later the whole step, the largest
+    the one that reaches the box."""
+    if not constrained:
+        stpmax = 1e10
+    else:
+        stpmax = 1.0 if nit == 0 else _longest_step(x, d, lo, hi, 1e10)
+    norm = np.sqrt(_dot(d, d))
+    first = min(1.0 / norm, stpmax) if nit == 0 and not boxed and norm > 0 else 1.0
+    return first, stpmax
+
+
+def _line_search(fun, x, f, g, d, box, steps, maxls):
+    """More-Thuente search along d from x for a step meeting the strong Wolfe
+    conditions (L-BFGS-B's constants): ``(x, f, g, step)`` there, or None when
+    d is no descent direction, a value is not finite, ``maxls`` evaluations
+    did not do, or the search ends above f (SciPy's L-BFGS-B takes such an
+    end).  Trial points are clipped into ``box`` against rounding."""
+    stp, stpmax = steps
+    d0 = _dot(g, d)
+    if not d0 < 0.0:
+        return None
+    search = _WolfeSearch(f, d0, stp, stpmax)
+    for _ in range(maxls):
+        xt = np.clip(x + stp * d, *box)
+        ft, gt = fun(xt)
+        dt = _dot(gt, d)
+        if not (np.isfinite(ft) and np.isfinite(dt)):
+            return None
+        stp, done = search.next(stp, ft, dt)
+        if done:                            # (More-Thuente may end higher up)
+            return (xt, ft, gt, stp) if ft <= f else None
+    return None
+
+
+class _WolfeSearch:
+    """The More-Thuente safeguarded search for a step ``stp`` with ``phi(stp) <=
+    phi(0) + ftol stp phi'(0)`` and ``|phi'(stp)| <= gtol |phi'(0)|`` (the
+    algorithm of MINPACK-2's dcsrch, smallest step 0)."""
+
+    def __init__(self, f0, d0, stp, stpmax):
+        self.f0, self.d0, self.stpmax = f0, d0, stpmax
+        self.gtest = _FTOL_LS * d0
+        self.width, self.width1 = stpmax, 2.0 * stpmax
+        self.bracketed, self.stage1 = False, True
+        self.x = (0.0, f0, d0)                  # the best step so far
+        self.y = (0.0, f0, d0)                  # the other end of the interval
+        self.stmin, self.stmax = 0.0, 5.0 * stp
+
+    def next(self, stp, f, g):
+        """``(next trial step, done)`` after evaluating ``phi`` at ``stp``."""
+        ftest = self.f0 + stp * self.gtest
+        if self.stage1 and f <= ftest and g >= min(_FTOL_LS, _GTOL_LS) * self.d0:
+            self.stage1 = False
+        if self._ends(stp, f, g, ftest):
+            return stp, True
+        if self.stage1 and f <= self.x[1] and f > ftest:   # the modified function
+            shift = lambda s: (s[0], s[1] - s[0] * self.gtest, s[2] - self.gtest)
+            unshift = lambda s: (s[0], s[1] + s[0] * self.gtest, s[2] + self.gtest)
+            x, y, new, self.bracketed = _step(shift(self.x), shift(self.y),
+                                              shift((stp, f, g)), self.bracketed,
+                                              self.stmin, self.stmax)
+            self.x, self.y = unshift(x), unshift(y)
+        else:
+            self.x, self.y, new, self.bracketed = _step(
+                self.x, self.y, (stp, f, g), self.bracketed, self.stmin, self.stmax)
+        return self._safeguard(new), False
+
+    def _ends(self, stp, f, g, ftest):
+        """Whether the search ends at ``stp``: the Wolfe conditions hold, or it
+        can go no further (an interval below the rounding or xtol, or a bound of
+        the step reached as More and Thuente's warnings say)."""
+        if f <= ftest and abs(g) <= _GTOL_LS * -self.d0:
+            return True
+        if self.bracketed and (stp <= self.stmin or stp >= self.stmax or
+                               self.stmax - self.stmin <= _XTOL_LS * self.stmax):
+            return True
+        if stp == self.stpmax and f <= ftest and g <= self.gtest:
+            return True
+        return stp == 0.0 and (f > ftest or g >= self.gtest)
+
+    def _safeguard(self, stp):
+        sx, sy = self.x[0], self.y[0]
+        if self.bracketed:
+            if abs(sy - sx) >= 0.66 * self.width1:
+                stp = sx + 0.5 * (sy - sx)
+            self.width1, self.width = self.width, abs(sy - sx)
+            self.stmin, self.stmax = min(sx, sy), max(sx, sy)
+        else:
+            self.stmin, self.stmax = stp + 1.1 * (stp - sx), stp + 4.0 * (stp - sx)
+        stp = min(max(stp, 0.0), self.stpmax)
+        if self.bracketed and (stp <= self.stmin or stp >= self.stmax or
+                               self.stmax - self.stmin <= _XTOL_LS * self.stmax):
+            stp = sx
+        return stp
+
+
+def _cubic_min(a, b, fa, fb, da, db, clip_negative=False):
+    """The minimiser of the cubic interpolating ``(a, fa, da)`` and ``(b, fb,
+    db)``, written from b's side as ``b + r (a - b)``."""
+    theta = 3.0 * (fa - fb) / (b - a) + da + db
+    s = max(abs(theta), abs(da), abs(db))
+    gamma = s * np.sqrt(max(0.0, (theta / s) ** 2 - (da / s) * (db / s)))
+    if b > a:
+        gamma = -gamma
+    r = ((gamma - db) + theta) / ((gamma - db) + gamma + da)
+    return b + r * (a - b)
+
+
+def _step(bx, by, trial, bracketed, stpmin, stpmax):
+    """One safeguarded step of More & Thuente's search: the new best ``bx`` and
+    other end ``by`` of the interval (each ``(step, value, derivative)``), the
+    next trial step and whether a minimiser is bracketed."""
+    stx, fx, dx = bx
+    stp, fp, dp = trial
+    sgnd = dp * np.sign(dx)
+    if fp > fx:                              # higher: a minimiser is bracketed
+        stpc = _cubic_min(stp, stx, fp, fx, dp, dx)
+        stpq = stx + dx / ((fx - fp) / (stp - stx) + dx) / 2.0 * (stp - stx)
+        stpf = stpc if abs(stpc - stx) < abs(stpq - stx) else stpc + (stpq - stpc) / 2
+        bracketed = True
+    elif sgnd < 0:                           # derivatives of opposite signs
+        stpc = _cubic_min(stx, stp, fx, fp, dx, dp)
+        stpq = stp + dp / (dp - dx) * (stx - stp)
+        stpf = stpc if abs(stpc - stp) > abs(stpq - stp) else stpq
+        bracketed = True
+    elif abs(dp) < abs(dx):                  # lower, the slope falls in magnitude
+        stpf = _decreasing_slope(bx, trial, by, bracketed, stpmin, stpmax)
+    elif bracketed:                          # lower, the slope does not fall
+        stpf = _cubic_min(by[0], stp, by[1], fp, by[2], dp)
+    else:
+        stpf = stpmax if stp > stx else stpmin
+    if fp > fx:
+        by = trial
+    else:
+        if sgnd < 0:
+            by = bx
+        bx = trial
+    return bx, by, stpf, bracketed
+
+
+def _decreasing_slope(bx, trial, by, bracketed, stpmin, stpmax):
+    """More and Thuente's third case: a lower value whose derivative has the
+    best point's sign and is smaller in magnitude."""
+    stx, fx, dx = bx
+    stp, fp, dp = trial
+    theta = 3.0 * (fx - fp) / (stp - stx) + dx + dp
+    s = max(abs(theta), abs(dx), abs(dp))
+    gamma = s * np.sqrt(max(0.0, (theta / s) ** 2 - (dx / s) * (dp / s)))
+    if stp > stx:
+        gamma = -gamma
+    r = ((gamma - dp) + theta) / ((gamma + (dx - dp)) + gamma)
+    if r < 0 and gamma != 0:
+        stpc = stp + r * (stx - stp)
+    else:
+        stpc = stpmax if stp > stx else stpmin
+    stpq = stp + dp / (dp - dx) * (stx - stp)
+    if bracketed:
+        stpf = stpc if abs(stpc - stp) < abs(stpq - stp) else stpq
+        reach = stp + 0.66 * (by[0] - stp)
+        return min(reach, stpf) if stp > stx else max(reach, stpf)
+    stpf = stpc if abs(stpc - stp) > abs(stpq - stp) else stpq
+    return max(stpmin, min(stpmax, stpf))
