@@ -18,7 +18,8 @@ from cython cimport floating
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport (dgemm, dgemv, dsymm, dsymv, dsyrk, dtrmm,
-                                      dtrmv, dtrsm, sgemm, sgemv, ssymv, ssyrk)
+                                      dtrmv, dtrsm, dtrsv, sgemm, sgemv, ssymv,
+                                      ssyrk)
 from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
                                          dtrti2, dtrtri, slauu2, slauum, spotf2,
                                          spotrf, strti2, strtri)
@@ -593,19 +594,31 @@ cdef inline int solve_left_tiled(const double* l, int m, double* b,
     return info
 
 
-cdef inline int solve_left_lower(const double* l, int m, double* b,
-                                 int nrhs) noexcept nogil:
-    """B <- L^{-1} B for the lower triangular m x m `l` and the m x nrhs `b`
-    (leading dimension m): dtrsm up to order TILE and where gpc_plan(m^2 nrhs / 2)
-    gives its threads free cores, else solve_left_tiled.  Returns LAPACK's info
-    (-1 when memory ran out)."""
+cdef inline void _trsm_left(const double* l, int m, double* b, int nrhs,
+                            bint trans) noexcept nogil:
+    """B <- L^{-1} B (or L^{-T} B): dtrsv for one column (OpenBLAS runs it in the
+    calling thread at any order, and faster than dtrsm), else dtrsm."""
     cdef char left = b'L'
     cdef char lo = b'L'
     cdef char nd = b'N'
+    cdef char tr = b'T' if trans else b'N'
     cdef double one = 1.0
-    if m > TILE and gpc_plan(0.5 * m * m * nrhs) != 0:
+    cdef int inc = 1
+    if nrhs == 1:
+        dtrsv(&lo, &tr, &nd, &m, <double*> l, &m, b, &inc)
+    else:
+        dtrsm(&left, &lo, &tr, &nd, &m, &nrhs, &one, <double*> l, &m, b, &m)
+
+
+cdef inline int solve_left_lower(const double* l, int m, double* b,
+                                 int nrhs) noexcept nogil:
+    """B <- L^{-1} B for the lower triangular m x m `l` and the m x nrhs `b`
+    (leading dimension m): dtrsv for one column, dtrsm up to order TILE and where
+    gpc_plan(m^2 nrhs / 2) gives its threads free cores, else solve_left_tiled.
+    Returns LAPACK's info (-1 when memory ran out)."""
+    if nrhs > 1 and m > TILE and gpc_plan(0.5 * m * m * nrhs) != 0:
         return solve_left_tiled(l, m, b, nrhs)
-    dtrsm(&left, &lo, &nd, &nd, &m, &nrhs, &one, <double*> l, &m, b, &m)
+    _trsm_left(l, m, b, nrhs, False)
     return 0
 
 

@@ -162,8 +162,9 @@ def symv(A, x):
 
 def solve_lower(L, B, bint overwrite_b=False):
     """``L^{-1} B`` for the lower triangular n x n L and B of shape (n, m) or
-    (n,): dtrsm where its threads have free cores, else L's inverse (tiled)
-    times B by gpc's tiled trmm.  A new array, or B itself when
+    (n,): dtrsv for a vector (in the calling thread at any order), dtrsm where
+    its threads have free cores, else L's inverse (tiled) times B by gpc's tiled
+    trmm.  A new array, or B itself when
     ``overwrite_b`` and B is a Fortran-ordered float64 matrix.  A zero on L's
     diagonal raises LinAlgError.
 
