@@ -577,19 +577,31 @@ cdef inline void syrk_lower(bint outer, const floating* a, int k, int lda, int n
     gpc_pool_run(threads, _syrk_task, &job, rows * (rows + 1) // 2)
 
 
-cdef inline int solve_left_tiled(const double* l, int m, double* b,
-                                 int nrhs) noexcept nogil:
-    """B <- L^{-1} B for the lower triangular m x m `l` and the m x nrhs `b`
-    (leading dimension m): tri_inverse_lower on a copy of L, then trmm_lower.
-    Returns LAPACK's info of the inversion (-1 when memory ran out)."""
+cdef enum:
+    # What the left solves apply to B: L^{-1}, L^{-T}, or both in turn, which is
+    # (L L^T)^{-1} for a Cholesky factor L.
+    SOLVE_N = 1
+    SOLVE_T = 2
+    SOLVE_CHOLESKY = 3
+
+
+cdef inline int solve_left_tiled(const double* l, int m, double* b, int nrhs,
+                                 int ops) noexcept nogil:
+    """B <- L^{-1} B, L^{-T} B or both in turn (``ops``: SOLVE_N, SOLVE_T,
+    SOLVE_CHOLESKY) for the lower triangular m x m `l` and the m x nrhs `b`
+    (leading dimension m): tri_inverse_lower on a copy of L, then trmm_lower by
+    the inverse (transposed for SOLVE_T).  Returns LAPACK's info of the inversion
+    (-1 when memory ran out)."""
     cdef int info
     cdef double* inv = <double*> malloc(<size_t> m * m * sizeof(double))
     if inv == NULL:
         return -1
     memcpy(inv, l, <size_t> m * m * sizeof(double))
     info = tri_inverse_lower(inv, m)
-    if info == 0:
+    if info == 0 and ops & SOLVE_N:
         trmm_lower(inv, m, b, nrhs, False)
+    if info == 0 and ops & SOLVE_T:
+        trmm_lower(inv, m, b, nrhs, True)
     free(inv)
     return info
 
@@ -610,15 +622,20 @@ cdef inline void _trsm_left(const double* l, int m, double* b, int nrhs,
         dtrsm(&left, &lo, &tr, &nd, &m, &nrhs, &one, <double*> l, &m, b, &m)
 
 
-cdef inline int solve_left_lower(const double* l, int m, double* b,
-                                 int nrhs) noexcept nogil:
-    """B <- L^{-1} B for the lower triangular m x m `l` and the m x nrhs `b`
+cdef inline int solve_left_lower(const double* l, int m, double* b, int nrhs,
+                                 int ops) noexcept nogil:
+    """B <- L^{-1} B, L^{-T} B or both in turn (``ops``: SOLVE_N, SOLVE_T,
+    SOLVE_CHOLESKY) for the lower triangular m x m `l` and the m x nrhs `b`
     (leading dimension m): dtrsv for one column, dtrsm up to order TILE and where
-    gpc_plan(m^2 nrhs / 2) gives its threads free cores, else solve_left_tiled.
-    Returns LAPACK's info (-1 when memory ran out)."""
-    if nrhs > 1 and m > TILE and gpc_plan(0.5 * m * m * nrhs) != 0:
-        return solve_left_tiled(l, m, b, nrhs)
-    _trsm_left(l, m, b, nrhs, False)
+    gpc_plan(m^2 nrhs / 2 a solve) gives its threads free cores, else
+    solve_left_tiled.  Returns LAPACK's info (-1 when memory ran out)."""
+    cdef double work = 0.5 * m * m * nrhs * (2 if ops == SOLVE_CHOLESKY else 1)
+    if nrhs > 1 and m > TILE and gpc_plan(work) != 0:
+        return solve_left_tiled(l, m, b, nrhs, ops)
+    if ops & SOLVE_N:
+        _trsm_left(l, m, b, nrhs, False)
+    if ops & SOLVE_T:
+        _trsm_left(l, m, b, nrhs, True)
     return 0
 
 
@@ -634,7 +651,7 @@ cdef inline int solve_right_tiled(const double* l, int m, double* b,
     for c in range(m):
         for r in range(n):
             bt[c + <size_t> r * m] = b[r + <size_t> c * n]
-    info = solve_left_tiled(l, m, bt, n)
+    info = solve_left_tiled(l, m, bt, n, SOLVE_N)
     if info == 0:
         for c in range(m):
             for r in range(n):

@@ -7,9 +7,9 @@
 
 import numpy as np
 
-from _blas cimport (Tiles, chol_inverse_lower, chol_lower, gemm_planned,
-                    solve_left_lower, symv_any, sync_threads, syrk_lower, tiles_next,
-                    tiles_start)
+from _blas cimport (SOLVE_CHOLESKY, SOLVE_N, SOLVE_T, Tiles, chol_inverse_lower,
+                    chol_lower, gemm_planned, solve_left_lower, symv_any, sync_threads,
+                    syrk_lower, tiles_next, tiles_start)
 
 
 cdef extern from "_pairs.h" nogil:
@@ -134,6 +134,44 @@ def cholesky(double[::1, :] A, bint clean=False):
     return info
 
 
+def lower_cholesky(A):
+    """The lower Cholesky factor of the symmetric positive definite A, as a new
+    array (A is not overwritten).
+
+    Planned like :func:`cholesky`, which it calls on a Fortran-ordered copy of
+    A; A's lower triangle is read, the factor is zero above its diagonal.
+
+    Parameters
+    ----------
+    A : array_like of shape (n, n)
+
+    Returns
+    -------
+    ndarray of shape (n, n), Fortran-ordered
+
+    Raises
+    ------
+    ValueError
+        If A is not a square matrix.
+    LinAlgError
+        If A is not positive definite (LAPACK's info > 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import lower_cholesky
+    >>> lower_cholesky([[4.0, 2.0], [2.0, 5.0]])
+    array([[2., 0.],
+           [1., 2.]])
+    """
+    L = np.array(A, dtype=np.float64, order="F", copy=True)
+    cdef int info = cholesky(L, True)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"lower_cholesky: the leading minor of order "
+                                    f"{info} is not positive definite.")
+    return L
+
+
 def cho_inverse(double[::1, :] L):
     """Overwrite the lower triangle of L, a lower Cholesky factor (Fortran
     order), with that of ``(L L')^{-1}`` (LAPACK's potri); returns LAPACK's info
@@ -160,21 +198,11 @@ def symv(A, x):
     return out
 
 
-def solve_lower(L, B, bint overwrite_b=False):
-    """``L^{-1} B`` for the lower triangular n x n L and B of shape (n, m) or
-    (n,): dtrsv for a vector (in the calling thread at any order), dtrsm where
-    its threads have free cores, else L's inverse (tiled) times B by gpc's tiled
-    trmm.  A new array, or B itself when
-    ``overwrite_b`` and B is a Fortran-ordered float64 matrix.  A zero on L's
-    diagonal raises LinAlgError.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gpc._linalg import solve_lower
-    >>> solve_lower(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 3.0]))
-    array([1., 2.])
-    """
+cdef _solve(L, B, bint overwrite_b, int ops, str name):
+    """``op(L)^{-1} B`` for the lower triangular n x n L and B of shape (n, m) or
+    (n,), op by ``ops`` (_blas.pxd's SOLVE_N, SOLVE_T or SOLVE_CHOLESKY): a new
+    array, or B itself when ``overwrite_b`` and B is a Fortran-ordered float64
+    matrix.  A zero on L's diagonal raises LinAlgError."""
     cdef const double[::1, :] l = np.asfortranarray(L, dtype=np.float64)
     cdef int n = l.shape[0], m
     vector = np.ndim(B) == 1
@@ -183,19 +211,91 @@ def solve_lower(L, B, bint overwrite_b=False):
     if vector:
         X = X.T
     if l.shape[1] != n or X.ndim != 2 or X.shape[0] != n:
-        raise ValueError(f"solve_lower: shapes {np.shape(L)} and {np.shape(B)} do not "
+        raise ValueError(f"{name}: shapes {np.shape(L)} and {np.shape(B)} do not "
                          "align.")
     m = X.shape[1]
     if n == 0 or m == 0:
         return X[:, 0] if vector else X
     zero = np.flatnonzero(np.diagonal(l) == 0.0)
     if zero.size:
-        raise np.linalg.LinAlgError(f"solve_lower: L[{zero[0]}, {zero[0]}] is 0.")
+        raise np.linalg.LinAlgError(f"{name}: L[{zero[0]}, {zero[0]}] is 0.")
     cdef double[::1, :] x = X
     cdef int info
     sync_threads(n)
     with nogil:
-        info = solve_left_lower(&l[0, 0], n, &x[0, 0], m)
+        info = solve_left_lower(&l[0, 0], n, &x[0, 0], m, ops)
     if info != 0:
-        raise MemoryError("solve_lower: no memory for L's inverse.")
+        raise MemoryError(f"{name}: no memory for L's inverse.")
     return X[:, 0] if vector else X
+
+
+def solve_lower(L, B, bint overwrite_b=False, bint trans=False):
+    """``L^{-1} B``, or ``L^{-T} B`` with ``trans``, for the lower triangular L.
+
+    Planned like gpc's other large calls: dtrsv for a vector (in the calling
+    thread at any order), dtrsm where its threads have free cores, else L's
+    inverse (tiled) times B by gpc's tiled trmm.
+
+    Parameters
+    ----------
+    L : array_like of shape (n, n)
+        Lower triangular (the upper triangle is not read).
+    B : array_like of shape (n, m) or (n,)
+    overwrite_b : bool, default=False
+        Solve in B itself when it is a Fortran-ordered float64 matrix.
+    trans : bool, default=False
+        Solve ``L' X = B`` instead of ``L X = B``.
+
+    Returns
+    -------
+    ndarray of B's shape (Fortran-ordered)
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not align.
+    LinAlgError
+        If L has a zero on its diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import solve_lower
+    >>> L = np.array([[2.0, 0.0], [1.0, 1.0]])
+    >>> solve_lower(L, np.array([2.0, 3.0]))
+    array([1., 2.])
+    >>> solve_lower(L, np.array([4.0, 2.0]), trans=True)
+    array([1., 2.])
+    """
+    return _solve(L, B, overwrite_b, SOLVE_T if trans else SOLVE_N, "solve_lower")
+
+
+def cho_solve(L, B, bint overwrite_b=False):
+    """``(L L')^{-1} B`` for the lower Cholesky factor L: ``L^{-T} (L^{-1} B)``.
+
+    Planned like :func:`solve_lower`, whose two solves it makes in turn (on
+    the tiled route, by one inverse of L).
+
+    Parameters
+    ----------
+    L, B, overwrite_b
+        As for :func:`solve_lower`.
+
+    Returns
+    -------
+    ndarray of B's shape (Fortran-ordered)
+
+    Raises
+    ------
+    ValueError, LinAlgError
+        As :func:`solve_lower` does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import cho_solve
+    >>> L = np.array([[2.0, 0.0], [1.0, 1.0]])          # L L' = [[4, 2], [2, 2]]
+    >>> cho_solve(L, np.array([6.0, 4.0]))
+    array([1., 1.])
+    """
+    return _solve(L, B, overwrite_b, SOLVE_CHOLESKY, "cho_solve")

@@ -606,6 +606,72 @@ def test_planned_factorisations_and_solves_are_lapacks():
                 _linalg.solve_lower(np.diag([1.0] * 3 + [0.0] * 197), np.ones(200))
 
 
+
+def _layouts(X):
+    """X C-ordered, Fortran-ordered and strided (neither)."""
+    strided = np.zeros((X.shape[0], 2 * X.shape[1]))[:, ::2]
+    strided[...] = X
+    return np.ascontiguousarray(X), np.asfortranarray(X), strided
+
+
+@pytest.mark.parametrize("n", [1, 7, 65, 300])
+def test_planned_cholesky_and_solves_are_scipys(n):
+    # The copying Cholesky, the transposed solve and the Cholesky solve of
+    # gpc._linalg that replace SciPy's cholesky, solve_triangular and cho_solve:
+    # on both routes (as planned, and the tiles by the limit; 65 and 300 take
+    # several tiles), in every memory layout, reading one triangle only.
+    from scipy.linalg import cho_solve, cholesky, solve_triangular
+
+    from gpc import _linalg
+
+    rng = np.random.RandomState(n)
+    A = _spd(n, seed=n)
+    L = cholesky(A, lower=True)
+    junk = np.triu(rng.randn(n, n), 1)              # above the diagonal: not read
+    B = rng.randn(n, 5)
+    for limit in (None, 1):
+        with gpc.thread_limit(limit) if limit else contextlib.nullcontext():
+            for a in _layouts(np.tril(A) + junk):
+                kept = a.copy()
+                np.testing.assert_allclose(_linalg.lower_cholesky(a), L, rtol=0,
+                                           atol=1e-13 * n)
+                assert np.array_equal(a, kept)
+            for lj in _layouts(L + junk):
+                for rhs in _layouts(B) + (B[:, 0], B[:, :1]):
+                    for trans in "NT":
+                        np.testing.assert_allclose(
+                            _linalg.solve_lower(lj, rhs, trans=trans == "T"),
+                            solve_triangular(L, rhs, lower=True, trans=trans),
+                            rtol=1e-12, atol=1e-13)
+                    np.testing.assert_allclose(_linalg.cho_solve(lj, rhs),
+                                               cho_solve((L, True), rhs),
+                                               rtol=1e-12, atol=1e-13)
+            F = np.asfortranarray(B)
+            assert _linalg.cho_solve(L, F, overwrite_b=True) is F
+            assert _linalg.solve_lower(L, F, overwrite_b=True, trans=True) is F
+
+
+def test_planned_cholesky_and_solves_refuse_what_scipys_refuse():
+    from gpc import _linalg
+
+    indefinite = _spd(200)
+    indefinite[150, 150] = -1.0
+    singular = np.diag([1.0] * 3 + [0.0] * 197)
+    for limit in (None, 1):
+        with gpc.thread_limit(limit) if limit else contextlib.nullcontext():
+            for A, order in ((-np.eye(3), 1), (indefinite, 151)):
+                with pytest.raises(np.linalg.LinAlgError, match=f"order {order} is"):
+                    _linalg.lower_cholesky(A)
+            for solve in (lambda L, B: _linalg.solve_lower(L, B, trans=True),
+                          _linalg.cho_solve):
+                for rhs in (np.ones(200), np.ones((200, 3))):
+                    with pytest.raises(np.linalg.LinAlgError, match=r"L\[3, 3\] is 0"):
+                        solve(singular, rhs)
+                with pytest.raises(ValueError, match="do not align"):
+                    solve(np.eye(3), np.ones(4))
+    with pytest.raises(ValueError, match="square"):
+        _linalg.lower_cholesky(np.ones((2, 3)))
+
 def _blas_thread_counts():
     """(library, thread count) of every BLAS library threadpoolctl sees."""
     from threadpoolctl import threadpool_info
@@ -749,7 +815,7 @@ def test_tiled_routines_on_one_thread_wake_no_other():
     # What gpc runs on a busy machine: neither OpenBLAS's workers nor its own.
     from scipy.linalg import lapack
 
-    from gpc import _checks
+    from gpc import _checks, _linalg
 
     A = _spd(300)
     L = np.asfortranarray(np.linalg.cholesky(A))
@@ -764,6 +830,13 @@ def test_tiled_routines_on_one_thread_wake_no_other():
     big = np.asfortranarray(np.eye(3000))
     for op in ("symv", "trmv", "trmv_t"):
         assert _ticks_during(lambda: _checks._blas2(op, big, x)) == 0
+    # gpc._linalg's factor and solves, and a vector's solve on any route (dtrsv)
+    B = np.ones((300, 20))
+    with gpc.thread_limit(1):
+        for work in (lambda: _linalg.lower_cholesky(A), lambda: _linalg.cho_solve(L, B),
+                     lambda: _linalg.solve_lower(L, B, trans=True)):
+            assert _ticks_during(work) == 0
+    assert _ticks_during(lambda: _linalg.cho_solve(big, x)) == 0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
