@@ -114,13 +114,17 @@ class SparseState:
         """Current number of basis vectors."""
         return self.X.shape[0]
 
+    def weights(self):
+        """``(alpha, C)`` of the d basis vectors (C symmetric)."""
+        return self.alpha[:self.d].copy(), _full(self.C, self.d)
+
     def matrices(self):
         """``(alpha, C, Q)`` of the d basis vectors (C symmetric, ``Q = K_BV^{-1}``
         from the Cholesky factor)."""
         d = self.d
         L = np.tril(self.L[:d, :d])
         Q = cho_solve((L, True), np.eye(d), check_finite=False) if d else np.zeros((0, 0))
-        return self.alpha[:d].copy(), _full(self.C, d), Q
+        return (*self.weights(), Q)
 
     def copy(self):
         new = SparseState.__new__(SparseState)
@@ -555,7 +559,7 @@ class _SparseGP(BaseEstimator):
             likelihood = likelihood.em_update(y, ep["cavity_mean"], ep["cavity_var"])
         if learn_kernel and state.d:
             bv_X = state.X
-            alpha, C_, _ = state.matrices()
+            alpha, C_ = state.weights()
             K0 = np.asarray(kernel(bv_X), dtype=np.float64)
             mu = K0 @ alpha
             S = K0 + K0 @ C_ @ K0 + np.outer(mu, mu)       # Sigma + mu mu'
@@ -716,7 +720,7 @@ class _SparseGP(BaseEstimator):
         self.likelihood_ = likelihood
         self._state = state
         self.basis_vectors_ = state.X.copy()
-        alpha, C_, _ = state.matrices()
+        alpha, C_ = state.weights()
         self.alpha_ = alpha
         self.C_ = C_
         self.n_basis_ = state.d
