@@ -55,7 +55,7 @@ import warnings
 from contextlib import contextmanager
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.linalg import LinAlgError
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.multiclass import OneVsRestClassifier
@@ -68,6 +68,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _sparse
+from ._linalg import cho_solve, lower_cholesky, solve_lower
 from ._validation import check_integer, check_real, symmetric_from_lower
 from .classifier import classes_from_proba
 from .inference._base import NumericalError, check_kernel_psd, with_jitter
@@ -123,7 +124,7 @@ class SparseState:
         from the Cholesky factor)."""
         d = self.d
         L = np.tril(self.L[:d, :d])
-        Q = cho_solve((L, True), np.eye(d), check_finite=False) if d else np.zeros((0, 0))
+        Q = cho_solve(L, np.eye(d)) if d else np.zeros((0, 0))
         return (*self.weights(), Q)
 
     def copy(self):
@@ -157,12 +158,11 @@ def _refresh_factor(kernel, state):
     if d == 0:
         return
     try:
-        L = cholesky(np.asarray(kernel(state.X), dtype=np.float64), lower=True,
-                     check_finite=False)
+        L = lower_cholesky(kernel(state.X))
     except (LinAlgError, ValueError):
         return
     state.L[:d, :d] = L
-    Linv = solve_triangular(L, np.eye(d), lower=True, check_finite=False)
+    Linv = solve_lower(L, np.eye(d))
     state.diag_q[:d] = np.einsum("ij,ij->j", Linv, Linv)
 
 
@@ -258,11 +258,11 @@ def _site_posterior(kernel, X, state, tau, nu, chunk_size):
         M += _matmul(Kbx * tau[sl], Kbx.T)
         eta += _matmul(Kbx, nu[sl, None])[:, 0]
     try:
-        LA = cholesky(K + M, lower=True, check_finite=False)
+        LA = lower_cholesky(K + M)
     except (LinAlgError, ValueError):
         return None
     LK = np.tril(state.L[:d, :d])                    # the kept factor of K_BV
-    return K, LK, LA, cho_solve((LA, True), eta, check_finite=False), eta
+    return K, LK, LA, cho_solve(LA, eta), eta
 
 
 def _site_evidence(kernel, likelihood, X, y, state, tau, nu, chunk_size, post):
@@ -277,9 +277,9 @@ def _site_evidence(kernel, likelihood, X, y, state, tau, nu, chunk_size, post):
         sl = slice(start, start + Kbx.shape[1])
         ta, na = tau[sl], nu[sl]
         m = _matmul(Kbx.T, a[:, None])[:, 0]
-        W = solve_triangular(LA, Kbx, lower=True, check_finite=False)
+        W = solve_lower(LA, Kbx)
         vu = np.einsum("ij,ij->j", W, W)
-        V = solve_triangular(LK, Kbx, lower=True, check_finite=False)
+        V = solve_lower(LK, Kbx)
         gamma = np.maximum(kdiag - np.einsum("ij,ij->j", V, V), 0.0)
         # Cavity of u (site removed), written without dividing by vu (which
         # vanishes for an x unrelated to the BV set): vc = vu / (1 - tau vu).
@@ -327,7 +327,7 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
 
     def load(post):
         K, _, LA, a, _ = post
-        W = solve_triangular(LA, K, lower=True, check_finite=False)
+        W = solve_lower(LA, K)
         mu[:d] = _matmul(K, a[:, None])[:, 0]
         S[:d, :d] = _gram(W.T)
 
@@ -366,8 +366,8 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
     if made:
         K, LK, LA, a, _ = post
         state.alpha[:d] = a
-        Q = cho_solve((LK, True), np.eye(d), check_finite=False)
-        _store_full(state.C, cho_solve((LA, True), np.eye(d), check_finite=False) - Q)
+        Q = cho_solve(LK, np.eye(d))
+        _store_full(state.C, cho_solve(LA, np.eye(d)) - Q)
     return {"log_evidence": log_ev, "n_sweeps": made, "converged": converged,
             "n_skipped": skipped, "max_change": change, "cavity_mean": c_mean,
             "cavity_var": c_var}
@@ -392,12 +392,12 @@ def bv_prior_em(K_bv, S):
     """
     def factor(A):
         try:
-            return cholesky(A, lower=True, check_finite=False)
+            return lower_cholesky(A)
         except LinAlgError:
             return None
 
     L, _ = with_jitter(K_bv, factor, "K(BV, BV)")
-    Kinv = cho_solve((L, True), np.eye(K_bv.shape[0]), check_finite=False)
+    Kinv = cho_solve(L, np.eye(K_bv.shape[0]))
     KS = Kinv @ S
     value = -np.sum(np.log(np.diag(L))) - 0.5 * np.trace(KS)
     return value, 0.5 * (KS @ Kinv - Kinv)
@@ -787,10 +787,8 @@ class _SparseGP(BaseEstimator):
             if self._factors is None:
                 var[sl] = kdiag + np.einsum("ij,ij->j", Kbx, self.C_ @ Kbx)
             else:   # k** - |L_K^{-1} k|^2 + |L_S^{-1} L_K^{-1} k|^2: no cancellation in C_
-                W = solve_triangular(self._factors[0], Kbx, lower=True,
-                                     check_finite=False)
-                V = solve_triangular(self._factors[1], W, lower=True,
-                                     check_finite=False)
+                W = solve_lower(self._factors[0], Kbx)
+                V = solve_lower(self._factors[1], W)
                 var[sl] = (kdiag - np.einsum("ij,ij->j", W, W)
                            + np.einsum("ij,ij->j", V, V))
         return mean, np.maximum(var, 0.0)
