@@ -69,9 +69,10 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import LinAlgError, blas, cho_solve, cholesky, solve_triangular
+from scipy.linalg import LinAlgError, blas
 
 from ._chunked import ChunkedData
+from ._linalg import cho_solve, lower_cholesky, solve_lower
 from ._validation import symmetric_from_lower
 from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
                       contract_inputs, cross_covariance)
@@ -139,7 +140,7 @@ class _Prior:
         K[np.diag_indices_from(K)] *= 1.0 + self.jitter
         self.Kmm = K
         try:
-            self.LK = cholesky(K, lower=True, check_finite=False)
+            self.LK = lower_cholesky(K)
         except (LinAlgError, ValueError):
             raise NumericalError(
                 "sparse EP: K(Z, Z) is not positive definite at these "
@@ -153,17 +154,15 @@ class _Prior:
     def features(self, Xc):
         """``(Phi, g)``: ``Phi = L_K^{-1} K(Z, X_chunk)`` (Fortran M x B) and the
         residual variances ``k(x, x) - |Phi_x|^2``, clipped at 0."""
-        Phi = solve_triangular(self.LK, self.cross(Xc).T, lower=True,
-                               overwrite_b=True, check_finite=False)
+        Phi = solve_lower(self.LK, self.cross(Xc).T, overwrite_b=True)
         g = np.asarray(self.kernel.diag(Xc), dtype=np.float64) - np.einsum(
             "ij,ij->j", Phi, Phi)
         return Phi, np.maximum(g, 0.0)
 
     def unwhiten(self, D):
         """``L_K^{-T} D L_K^{-1}`` for a symmetric M x M D."""
-        A = solve_triangular(self.LK, D, trans="T", lower=True, check_finite=False)
-        return solve_triangular(self.LK, A.T, trans="T", lower=True,
-                                check_finite=False).T
+        A = solve_lower(self.LK, D, trans=True)
+        return solve_lower(self.LK, A.T, trans=True).T
 
 
 class _Posterior:
@@ -174,11 +173,11 @@ class _Posterior:
     def __init__(self, Sigma, eta):
         self.Sigma, self.eta = Sigma, eta
         try:
-            self.LS = cholesky(Sigma, lower=True, check_finite=False)
+            self.LS = lower_cholesky(Sigma)
         except (LinAlgError, ValueError):
             raise NumericalError("sparse EP: I + Phi E Phi' does not factorise "
                                  "(non-finite sites?).", "sparse_ep") from None
-        self.a = cho_solve((self.LS, True), eta, check_finite=False)
+        self.a = cho_solve(self.LS, eta)
 
     def log_zq(self):
         return 0.5 * float(self.eta @ self.a) - np.sum(np.log(np.diag(self.LS)))
@@ -186,8 +185,7 @@ class _Posterior:
     def inverse_minus_identity(self):
         """``Sigma^{-1} - I`` (computed once; the gradient and C both use it)."""
         if "_inv_minus_eye" not in self.__dict__:
-            S = cho_solve((self.LS, True), np.eye(self.LS.shape[0]),
-                          check_finite=False)
+            S = cho_solve(self.LS, np.eye(self.LS.shape[0]))
             S[np.diag_indices_from(S)] -= 1.0
             self._inv_minus_eye = S
         return self._inv_minus_eye
@@ -296,8 +294,7 @@ def _inverse_factor(owner, name):
     key = "_inv_" + name
     if key not in owner.__dict__:
         L = getattr(owner, name)
-        owner.__dict__[key] = solve_triangular(L, np.eye(L.shape[0]), lower=True,
-                                               check_finite=False)
+        owner.__dict__[key] = solve_lower(L, np.eye(L.shape[0]))
     return owner.__dict__[key]
 
 
@@ -508,8 +505,7 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
                 p["dZ"] for p in parts)
     if not chunked:
         sites = tuple(np.concatenate(a) for a in zip(*sites))
-    alpha = solve_triangular(prior.LK, post.a, trans="T", lower=True,
-                             check_finite=False)
+    alpha = solve_lower(prior.LK, post.a, trans=True)
     info["seconds"] = time.perf_counter() - t0
     return SparseEPResult(log_evidence=float(log_ev), grad=grad, dlik=dlik,
                           sites=sites, alpha=alpha,
