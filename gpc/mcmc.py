@@ -84,10 +84,10 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
+from scipy.linalg import LinAlgError
 from scipy.special import log_expit, log_ndtr
 
-from ._linalg import matmul
+from ._linalg import lower_cholesky, matmul, solve_lower
 from ._validation import NotPositiveDefiniteError, as_kernel_matrix
 from .likelihoods import Logit, Probit, get_likelihood
 
@@ -368,7 +368,7 @@ def kernel_cholesky(K, name="K"):
         jitter = rel * scale
         A = K + jitter * np.eye(n) if jitter else K
         try:
-            L = cholesky(A, lower=True, check_finite=False)
+            L = lower_cholesky(A)
         except LinAlgError:
             continue
         if np.all(np.isfinite(L)):
@@ -463,7 +463,7 @@ class _Target:
                 sWL = np.asarray(post.sW, dtype=np.float64)[:, None] * L
                 P, _ = kernel_cholesky(np.eye(n) + sWL.T @ sWL,
                                        name="the reference precision")
-                R = solve_triangular(P, np.eye(n), lower=True, check_finite=False).T
+                R = solve_lower(P, np.eye(n)).T
                 self._h = lambda X: P.T @ X
                 self.log_det_R = -float(np.sum(np.log(np.diag(P))))
             else:
@@ -483,10 +483,9 @@ class _Target:
             if S.shape != (n, n) or not np.all(np.isfinite(S)):
                 raise ValueError(f"the reference covariance must be a finite "
                                  f"({n}, {n}) array.")
-            mu = solve_triangular(L, m, lower=True, check_finite=False)
-            V = solve_triangular(L, S, lower=True, check_finite=False)
-            self._set_covariance(solve_triangular(L, V.T, lower=True,
-                                                  check_finite=False))
+            mu = solve_lower(L, m)
+            V = solve_lower(L, S)
+            self._set_covariance(solve_lower(L, V.T))
             R = self.R
         self.mu = mu[:, None]
         self.R = R
@@ -497,7 +496,7 @@ class _Target:
         R, _ = kernel_cholesky(0.5 * (Sigma + Sigma.T),
                                name="the reference covariance")
         self.R = R
-        self._h = lambda X: solve_triangular(R, X, lower=True, check_finite=False)
+        self._h = lambda X: solve_lower(R, X)
         self.log_det_R = float(np.sum(np.log(np.diag(R))))
 
     # -- states ------------------------------------------------------------------
@@ -512,7 +511,7 @@ class _Target:
         """States from latent values F (n, c)."""
         if self.mu is None:
             return [np.array(F, order="C")]
-        X = solve_triangular(self.L, F, lower=True, check_finite=False) - self.mu
+        X = solve_lower(self.L, F) - self.mu
         return [F - self.f_mean, X, self._h(X)]
 
     def f(self, state):
@@ -1007,8 +1006,8 @@ def _predict(S, L, K_cross, k_diag, likelihood):
         raise ValueError("k_diag must have one entry per column of K_cross.")
     if not (np.all(np.isfinite(Kc)) and np.all(np.isfinite(kd))):
         raise ValueError("K_cross and k_diag must be finite.")
-    V = solve_triangular(L, Kc, lower=True, check_finite=False)       # L^-1 K_cross
-    A = solve_triangular(L, V, lower=True, trans="T", check_finite=False)
+    V = solve_lower(L, Kc)                  # L^-1 K_cross
+    A = solve_lower(L, V, trans=True)
     var = np.maximum(kd - np.einsum("ij,ij->j", V, V), 0.0)
     c, d, _ = S.shape
     P = np.empty((c, d, Kc.shape[1]))
@@ -1076,8 +1075,7 @@ def predictive_probability(samples, K, K_cross, k_diag, likelihood="probit", *,
             raise ValueError(f"jitter must be a non-negative number, got {jitter!r}.")
         Kf = np.ascontiguousarray(as_kernel_matrix(K))
         try:
-            L = cholesky(Kf + jitter * np.eye(Kf.shape[0]), lower=True,
-                         check_finite=False)
+            L = lower_cholesky(Kf + jitter * np.eye(Kf.shape[0]))
         except LinAlgError:
             raise NotPositiveDefiniteError(
                 f"K + {jitter:g} I is not positive definite.") from None
