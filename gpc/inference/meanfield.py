@@ -69,9 +69,10 @@ the same form with its own W), in the site form of Laplace and EP.
 import warnings
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack
+from scipy.linalg import LinAlgError, lapack
 from sklearn.exceptions import ConvergenceWarning
 
+from .._linalg import cho_solve, lower_cholesky
 from ..posterior import SitePosterior
 from .._validation import check_integer, check_real, symmetric_from_lower
 from ._base import InferenceResult, NumericalError, register
@@ -242,7 +243,7 @@ def _well_conditioned_factor(K):
     """The Cholesky factor of K, or a NumericalError when K is too close to
     singular for the ensemble free energy to be computed (see ``MIN_RCOND``)."""
     try:
-        L = cholesky(K, lower=True, check_finite=False)
+        L = lower_cholesky(K)
         rcond = lapack.dpocon(L, float(np.max(np.sum(np.abs(K), axis=0))),
                               uplo="L")[0]
     except LinAlgError:
@@ -321,7 +322,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
             break
         if n_iter >= max_iter:
             break
-        x = sW * cho_solve((L, True), sW * r, check_finite=False)
+        x = sW * cho_solve(L, sW * r)
         d = -(r - K @ x) / q
         r2 = r @ r
         t = 1.0
@@ -380,7 +381,7 @@ def _factor_weights(K, W, method):
         sW = np.sqrt(Wc)
         B = np.eye(n) + sW[:, None] * K * sW[None, :]
         try:
-            return cholesky(B, lower=True, check_finite=False), sW, cap is not None
+            return lower_cholesky(B), sW, cap is not None
         except (LinAlgError, ValueError):
             continue
     raise NumericalError(f"{method.replace('_', ' ')}: the factorisation of I + sW K "
