@@ -21,7 +21,7 @@ cdef _operand(X):
     C-contiguous X is the Fortran X' (no copy), anything else is copied."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
-        raise ValueError(f"matmul: 2-D arrays expected, got {X.ndim} dimensions.")
+        raise ValueError(f"2-D arrays expected, got {X.ndim} dimensions.")
     if X.flags.f_contiguous:
         return X, False
     if X.flags.c_contiguous:
@@ -69,7 +69,8 @@ def matmul(A, B, int threads=0):
 
 def gram(Z):
     """``Z @ Z.T`` for a float64 matrix Z, exactly symmetric: syrk on the lower
-    triangle, planned like :func:`matmul`, then mirrored.
+    triangle, planned like :func:`matmul`, then mirrored.  A C- or
+    Fortran-ordered Z is not copied.
 
     Examples
     --------
@@ -79,8 +80,11 @@ def gram(Z):
     array([[ 5., 11.],
            [11., 25.]])
     """
-    cdef const double[:, ::1] z = np.ascontiguousarray(Z, dtype=np.float64)
-    cdef int n = z.shape[0], d = z.shape[1]
+    Zf, trans = _operand(Z)     # Z, or Z' (d x n) for a C-ordered Z: no copy
+    cdef const double[::1, :] z = Zf
+    cdef bint outer = not trans
+    cdef int n = z.shape[0] if outer else z.shape[1]
+    cdef int d = z.shape[1] if outer else z.shape[0]
     cdef Tiles t
     if n == 0 or d == 0:
         return np.zeros((n, n), order="F")
@@ -88,8 +92,8 @@ def gram(Z):
     cdef double[::1, :] g = out
     sync_threads(max(n, d))
     with nogil:
-        # z (n x d, C order) is the Fortran d x n matrix Z': Z Z' = (Z')' Z'.
-        syrk_lower(False, &z[0, 0], d, d, n, 1.0, 0.0, &g[0, 0])
+        # Z Z' from Z itself (outer), or as (Z')' Z' from Z'
+        syrk_lower(outer, &z[0, 0], d, z.shape[0], n, 1.0, 0.0, &g[0, 0])
         tiles_start(&t, n, 64)
         while tiles_next(&t):
             gpc_mirror_tile(&g[0, 0], n, t.i0, t.i1, t.j0, t.j1)

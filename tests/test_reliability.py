@@ -541,6 +541,13 @@ def test_panel_products_are_blas():
                                    atol=1e-12 * np.sqrt(n) * np.abs(S @ x).max())
 
 
+def _layouts(X):
+    """X C-ordered, Fortran-ordered and strided (neither)."""
+    strided = np.zeros((X.shape[0], 2 * X.shape[1]))[:, ::2]
+    strided[...] = X
+    return np.ascontiguousarray(X), np.asfortranarray(X), strided
+
+
 def test_tiled_matrix_products_are_blas():
     # gpc._linalg.matmul and gram, which gpc's Python code multiplies with: the
     # tiles (threads > 0) are the same bits on any number of threads and agree
@@ -553,9 +560,7 @@ def test_tiled_matrix_products_are_blas():
         A, B = rng.randn(m, k), rng.randn(k, n)
         ref = A @ B
         atol = 1e-14 * np.sqrt(k) * np.abs(A).max() * np.abs(B).max() * k
-        strided = np.zeros((m, 2 * k))[:, ::2]
-        strided[...] = A
-        for a in (A, np.asfortranarray(A), strided):
+        for a in _layouts(A):
             for b in (B, np.asfortranarray(B)):
                 outs = [matmul(a, b, threads) for threads in (0, 1, 2, 3)]
                 for out in outs:
@@ -565,10 +570,15 @@ def test_tiled_matrix_products_are_blas():
     assert matmul(np.zeros((3, 0)), np.zeros((0, 2))).tolist() == [[0.0] * 2] * 3
     with pytest.raises(ValueError, match="do not align"):
         matmul(np.ones((2, 3)), np.ones((2, 3)))
-    Z = rng.randn(300, 7)
-    G = gram(Z)
-    assert np.array_equal(G, G.T)
-    np.testing.assert_allclose(G, Z @ Z.T, rtol=0, atol=1e-13 * np.abs(Z @ Z.T).max())
+    for d in (7, 130):                      # gram: every layout, both routes
+        Z = rng.randn(300, d)
+        for limit in (None, 1):
+            with gpc.thread_limit(limit) if limit else contextlib.nullcontext():
+                for z in _layouts(Z):
+                    G = gram(z)
+                    assert np.array_equal(G, G.T)
+                    np.testing.assert_allclose(G, Z @ Z.T, rtol=0,
+                                               atol=1e-13 * np.abs(Z @ Z.T).max())
 
 
 def test_planned_factorisations_and_solves_are_lapacks():
@@ -604,14 +614,6 @@ def test_planned_factorisations_and_solves_are_lapacks():
         with gpc.thread_limit(limit) if limit else contextlib.nullcontext():
             with pytest.raises(np.linalg.LinAlgError, match=r"L\[3, 3\] is 0"):
                 _linalg.solve_lower(np.diag([1.0] * 3 + [0.0] * 197), np.ones(200))
-
-
-
-def _layouts(X):
-    """X C-ordered, Fortran-ordered and strided (neither)."""
-    strided = np.zeros((X.shape[0], 2 * X.shape[1]))[:, ::2]
-    strided[...] = X
-    return np.ascontiguousarray(X), np.asfortranarray(X), strided
 
 
 @pytest.mark.parametrize("n", [1, 7, 65, 300])
