@@ -806,15 +806,22 @@ cdef inline void gemm_planned(bint ta, bint tb, int m, int n, int k, double alph
     concerned (it threads dgemm from 64 x 64 x 64: up to that, dgemm runs in
     the calling thread on any route), the same bits for any number of threads.
     ``threads`` > 0 takes the tiles on that many threads instead of planning
-    (1: all in the calling thread)."""
+    (1: all in the calling thread).  One column on BLAS's route: dgemv."""
     cdef GemmJob job
     cdef char nt = b'N'
     cdef char tr = b'T'
     cdef double work = <double> m * n * k
+    cdef int inc = 1
     if m == 0 or n == 0:
         return
     if threads <= 0:
         threads = 0 if work <= <double> TILE * TILE * TILE else gpc_plan(work)
+    if threads == 0 and n == 1 and work > <double> TILE * TILE * TILE:
+        # one column where BLAS's threads have free cores: dgemv, several
+        # times faster than dgemm there
+        dgemv(&tr if ta else &nt, &k if ta else &m, &m if ta else &k, &alpha,
+              <double*> a, &lda, <double*> b, &ldb if tb else &inc, &beta, c, &inc)
+        return
     if threads == 0:
         _gemm(&tr if ta else &nt, &tr if tb else &nt, m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc)

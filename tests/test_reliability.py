@@ -555,8 +555,10 @@ def test_tiled_matrix_products_are_blas():
     from gpc._linalg import gram, matmul
 
     rng = np.random.RandomState(5)
+    from threadpoolctl import threadpool_limits
+
     for m, k, n in ((1, 1, 1), (5, 3, 7), (64, 64, 64), (65, 130, 1), (300, 200, 150),
-                    (700, 513, 90)):
+                    (700, 513, 1), (700, 513, 90)):
         A, B = rng.randn(m, k), rng.randn(k, n)
         ref = A @ B
         atol = 1e-14 * np.sqrt(k) * np.abs(A).max() * np.abs(B).max() * k
@@ -567,6 +569,10 @@ def test_tiled_matrix_products_are_blas():
                     np.testing.assert_allclose(out, ref, rtol=0, atol=atol)
                 assert all(np.array_equal(outs[1], o) for o in outs[2:])
     assert matmul(A, B).flags.c_contiguous
+    with threadpool_limits(1):              # BLAS's route: one column by dgemv
+        x = rng.randn(k, 1)
+        for a in _layouts(A):
+            np.testing.assert_allclose(matmul(a, x), A @ x, rtol=0, atol=1e-12 * k)
     assert matmul(np.zeros((3, 0)), np.zeros((0, 2))).tolist() == [[0.0] * 2] * 3
     with pytest.raises(ValueError, match="do not align"):
         matmul(np.ones((2, 3)), np.ones((2, 3)))
