@@ -69,13 +69,13 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import LinAlgError, blas
+from scipy.linalg import LinAlgError
 
 from ._chunked import ChunkedData
 from ._linalg import cho_solve, lower_cholesky, solve_lower
 from ._validation import symmetric_from_lower
-from .kernels import (_matmul, as_kernel, contract, contract_cross, contract_diag,
-                      contract_inputs, cross_covariance)
+from .kernels import (_gram, _matmul, as_kernel, contract, contract_cross,
+                      contract_diag, contract_inputs, cross_covariance)
 from .inference._base import NumericalError
 from .inference.evidence import ModelParameters
 from .optimize import (TOL_PER_EXAMPLE, lbfgsb, learning_starts, minimisable,
@@ -208,20 +208,11 @@ def _scratch(slot, like):
     return buf[key]
 
 
-def _accumulate(Phi, E, beta, Sigma, eta):
-    """``Sigma += Phi E Phi'`` (E >= 0; lower triangle only, see
-    :func:`_symmetric`), ``eta += Phi beta``, on SciPy's BLAS (see
-    :func:`gpc.kernels._matmul` for why not numpy's)."""
-    W = np.multiply(Phi, np.sqrt(E), out=_scratch("W", Phi))
-    blas.dsyrk(1.0, W, beta=1.0, c=Sigma, lower=1, overwrite_c=1)
-    blas.dgemv(1.0, Phi, beta, beta=1.0, y=eta, overwrite_y=1)
-
-
 def _site_stats(Phi, E, beta):
-    """A chunk's contributions ``{"Sigma": Phi E Phi' (lower), "eta": Phi beta}``."""
-    Sigma, eta = np.zeros((Phi.shape[0],) * 2, order="F"), np.zeros(Phi.shape[0])
-    _accumulate(Phi, E, beta, Sigma, eta)
-    return {"Sigma": Sigma, "eta": eta}
+    """A chunk's contributions ``{"Sigma": Phi E Phi', "eta": Phi beta}`` (E >= 0),
+    planned on SciPy's BLAS (see :func:`gpc.kernels._matmul` for why not numpy's)."""
+    W = np.multiply(Phi, np.sqrt(E), out=_scratch("W", Phi))
+    return {"Sigma": _gram(W), "eta": _matmul(Phi, beta[:, None])[:, 0]}
 
 
 def _log_site_mass(E, beta, mc, vc):
@@ -237,9 +228,9 @@ def _cavity(Phi, post, E, beta):
     ok)`` with ``V = L_S^{-1} Phi`` (``v = |V|^2``, no cancellation)."""
     V = _scratch("V", Phi)
     np.copyto(V, Phi)
-    V = blas.dtrsm(1.0, post.LS, V, lower=1, overwrite_b=1)
+    V = solve_lower(post.LS, V, overwrite_b=True)
     v = np.einsum("ij,ij->j", V, V)
-    m = blas.dgemv(1.0, Phi, post.a, trans=1)
+    m = _matmul(Phi.T, post.a[:, None])[:, 0]
     den = 1.0 - E * v
     ok = den > 0.0
     safe = np.where(ok, den, 1.0)
@@ -288,16 +279,6 @@ def _chunk_pass(post, likelihood, Phi, g, yc, E, beta, damping, update):
     return E, beta, stats, (V, m, s)
 
 
-def _inverse_factor(owner, name):
-    """``L^{-1}`` of the lower Cholesky factor ``owner.<name>``, computed once per
-    owner (a prior or a posterior, both fixed during a pass)."""
-    key = "_inv_" + name
-    if key not in owner.__dict__:
-        L = getattr(owner, name)
-        owner.__dict__[key] = solve_lower(L, np.eye(L.shape[0]))
-    return owner.__dict__[key]
-
-
 def _gradient_pieces(prior, post, Xc, Phi, local, E, beta):
     """A chunk's share of the gradient: its cross and diagonal contractions and
     ``H = Phi S Phi'`` (for the K_mm term).
@@ -305,14 +286,13 @@ def _gradient_pieces(prior, post, Xc, Phi, local, E, beta):
     ``d/dK_nm = G^ L_K^{-1}`` with the whitened
     ``G^ = (beta - E m) a' - E Phi' Sigma^{-1} - 2 S Phi'`` (B x M), built
     transposed: ``Phi' Sigma^{-1} = (L_S^{-T} V)'`` with ``V = L_S^{-1} Phi``,
-    both triangular products in place on V."""
+    both triangular solves in place on V."""
     V, m, s = local
-    Gt = blas.dtrmm(1.0, _inverse_factor(post, "LS"), V, lower=1, trans_a=1,
-                    overwrite_b=1)
+    Gt = solve_lower(post.LS, V, overwrite_b=True, trans=True)
     Gt *= -E
     Gt -= Phi * (2.0 * s)
-    Gt = blas.dger(1.0, post.a, beta - E * m, a=Gt, overwrite_a=1)
-    Gt = blas.dtrsm(1.0, prior.LK, Gt, lower=1, trans_a=1, overwrite_b=1)
+    Gt += post.a[:, None] * (beta - E * m)
+    Gt = solve_lower(prior.LK, Gt, overwrite_b=True, trans=True)
     K = prior.cross(Xc)
     pieces = {"cross": contract_cross(prior.kernel, Xc, prior.Z, Gt.T, K),
               "diag": contract_diag(prior.kernel, Xc, s),
@@ -329,7 +309,7 @@ def _features_task(prior, Xc):
 
 
 def _accumulate_task(prior, Xc, feat, site):
-    """A chunk's ``(Phi E Phi', Phi beta)`` (lower triangle)."""
+    """A chunk's ``(Phi E Phi', Phi beta)``."""
     Phi = (feat if feat is not None else prior.features(Xc))[0]
     return _site_stats(Phi, site[0], site[1])
 
