@@ -8,8 +8,9 @@ down four- to fivefold.  :func:`minimize` is the same algorithm: the
 generalised Cauchy point and the direct primal subspace step of Byrd, Lu,
 Nocedal & Zhu (1995), the projection of that step of Morales & Nocedal (2011),
 and the line search of More & Thuente (1994) with L-BFGS-B's constants.  Its
-2m x 2m systems (m <= 10 correction pairs) are solved by element-wise numpy
-operations, which no BLAS threads take part in.
+products with the n x 2m matrices run in numpy's own loops, and its 2m x 2m
+systems (m <= 10 correction pairs by default) are small enough for OpenBLAS to
+solve in the calling thread.
 """
 
 import numpy as np
@@ -142,16 +143,28 @@ class _Counted:
         return float(f), np.array(g, dtype=np.float64).ravel()
 
 
+# Up to this many entries, BLAS's dot products and matrix-vector products run
+# in the calling thread (OpenBLAS shares out dgemv from 9216 entries, ddot from
+# 10000); larger operands go to numpy's own loops.
+_BLAS_MAX = 4096
+
+
 def _dot(a, b):
-    """``a' b`` for vectors, or ``A' b`` for a matrix A, in numpy's own loops
-    (``@`` would call BLAS, which shares large products out to its threads)."""
+    """``a' b`` for vectors, or ``A' b`` for a matrix A, without BLAS threads."""
+    if a.size <= _BLAS_MAX:
+        return float(a @ b) if a.ndim == 1 else a.T @ b
     return float(np.einsum("i,i->", a, b)) if a.ndim == 1 else np.einsum(
         "ik,i->k", a, b)
 
 
 def _mul(A, v):
-    """``A v`` in numpy's own loops (see :func:`_dot`)."""
-    return np.einsum("ik,k->i", A, v)
+    """``A v`` without BLAS threads (see :func:`_dot`)."""
+    return A @ v if A.size <= _BLAS_MAX else np.einsum("ik,k->i", A, v)
+
+
+def _cross(A, B):
+    """``A' B`` for two n x k matrices, without BLAS threads."""
+    return A.T @ B if A.size <= _BLAS_MAX else np.einsum("ik,il->kl", A, B)
 
 
 def _projected_norm(x, g, lo, hi):
@@ -197,9 +210,9 @@ class _Memory:
         S = np.column_stack([self.S, s])[:, -self.maxcor:]
         Y = np.column_stack([self.Y, y])[:, -self.maxcor:]
         theta = _dot(y, y) / sy
-        SY = np.einsum("ik,il->kl", S, Y)
+        SY = _cross(S, Y)
         middle = np.block([[-np.diag(np.diag(SY)), np.tril(SY, -1).T],
-                           [np.tril(SY, -1), theta * np.einsum("ik,il->kl", S, S)]])
+                           [np.tril(SY, -1), theta * _cross(S, S)]])
         try:
             M = _solve(middle, np.eye(middle.shape[0]))
         except np.linalg.LinAlgError:       # S nearly rank-deficient: start afresh
@@ -213,24 +226,14 @@ class _Memory:
 
 
 def _solve(A, B):
-    """``A^{-1} B`` for a small square A by Gaussian elimination with partial
-    pivoting, in element-wise numpy operations; LinAlgError when a pivot is
-    zero or the solution is not finite."""
-    n, shape = A.shape[0], np.shape(B)
-    A, B = np.array(A, dtype=np.float64), np.array(B, dtype=np.float64).reshape(n, -1)
-    for j in range(n):
-        p = j + int(np.argmax(np.abs(A[j:, j])))
-        if A[p, j] == 0.0:
-            raise np.linalg.LinAlgError("singular matrix")
-        A[[j, p]], B[[j, p]] = A[[p, j]], B[[p, j]]
-        factors = A[j + 1:, j] / A[j, j]
-        A[j + 1:, j:] -= factors[:, None] * A[j, j:]
-        B[j + 1:] -= factors[:, None] * B[j]
-    for j in range(n - 1, -1, -1):
-        B[j] = (B[j] - A[j, j + 1:] @ B[j + 1:]) / A[j, j]
-    if not np.isfinite(B).all():
+    """``A^{-1} B`` for a small square A (at most 2 maxcor): numpy's LAPACK,
+    which OpenBLAS runs in the calling thread below 100 x 100 (its threshold
+    for sharing out an LU factorisation); LinAlgError when A is singular or
+    the solution is not finite."""
+    X = np.linalg.solve(A, B)
+    if not np.isfinite(X).all():
         raise np.linalg.LinAlgError("singular matrix")
-    return B.reshape(shape)
+    return X
 
 
 def _direction(x, g, lo, hi, memory, constrained):
@@ -300,7 +303,7 @@ def _subspace_step(x, g, xc, c, free, memory):
     theta, W, M = memory.theta, memory.W, memory.M
     r = (g + theta * (xc - x) - _mul(W, M @ c))[free]
     Wf = W[free]
-    v = _solve(memory.middle - np.einsum("ik,il->kl", Wf, Wf) / theta, _dot(Wf, r))
+    v = _solve(memory.middle - _cross(Wf, Wf) / theta, _dot(Wf, r))
     return -r / theta - _mul(Wf, v) / theta ** 2
 
 
