@@ -16,10 +16,12 @@ Workloads:
 * one fit with a fixed kernel at n = 500 and n = 2000 (``--load-fit-sizes``), gpc's
   Laplace and EP and scikit-learn's Laplace;
 * one fit with the optimizer (both libraries' default) at n = 200, and gpc's with
-  one BLAS thread for the process;
+  one BLAS thread for the process; gpc's at n = 500;
 * before the rounds, idle: gpc's fixed-kernel fits with one BLAS thread and on
   gpc's tiles on one thread, the floors a call on one thread has beside the load
   (``floors``);
+* ``SparseGPClassifier`` fits with a fixed kernel, sparse EP and the online sparse
+  GP, n = 6000, 300 basis vectors;
 * ``GridSearchCV(n_jobs=2)`` over gpc's classifier (4 length scales, 3 folds, n = 300);
 * the floor: LAPACK's Cholesky through SciPy (the library gpc calls) at n = 200 and
   2000, with the same threads, with one thread, and gpc's tiled Cholesky (its BLAS
@@ -188,14 +190,17 @@ def _fits(sizes):
             _kernel(), optimizer=None, method="ep", likelihood="probit").fit(X, y)
         out[f"scikit-learn Laplace fit, n = {n}"] = lambda X=X, y=y: SkGPC(
             _kernel(), optimizer=None).fit(X, y)
-    # With the optimizer (the default): SciPy's L-BFGS-B, which both libraries
-    # call, solves its small triangular systems with LAPACK's dtrtrs, which
-    # OpenBLAS shares out to its threads whatever the size.
+    # With the optimizer (the default): gpc's L-BFGS-B keeps its algebra in the
+    # calling thread; scikit-learn's, SciPy's, solves its small triangular
+    # systems with LAPACK's dtrtrs, which OpenBLAS shares out to its threads
+    # whatever the size.
     from threadpoolctl import threadpool_limits
 
+    for n in (200, 500):
+        X, y = _problem(n)
+        out[f"gpc fit with the optimizer, n = {n}"] = (
+            lambda X=X, y=y: gpc.GaussianProcessClassifier(_kernel()).fit(X, y))
     X, y = _problem(200)
-    out["gpc fit with the optimizer, n = 200"] = lambda: gpc.GaussianProcessClassifier(
-        _kernel()).fit(X, y)
 
     def one_thread():
         with threadpool_limits(limits=1, user_api="blas"):
@@ -204,6 +209,12 @@ def _fits(sizes):
     out["the same fit, one BLAS thread, n = 200"] = one_thread
     out["scikit-learn fit with the optimizer, n = 200"] = lambda: SkGPC(
         _kernel()).fit(X, y)
+    X, y = _problem(6000)
+    for method in ("ep", "online"):
+        out[f"gpc sparse {method} fit, n = 6000, 300 basis vectors"] = (
+            lambda method=method: gpc.SparseGPClassifier(
+                _kernel(), method=method, max_basis=300, optimizer=None,
+                random_state=0).fit(X, y))
     X, y = _problem(300)
     grid = {"kernel": [C(2.0) * RBF(s) for s in (0.5, 1.0, 2.0, 4.0)]}
     out["GridSearchCV(n_jobs=2) over gpc, n = 300"] = lambda: GridSearchCV(
