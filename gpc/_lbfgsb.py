@@ -8,9 +8,10 @@ down four- to fivefold.  :func:`minimize` is the same algorithm: the
 generalised Cauchy point and the direct primal subspace step of Byrd, Lu,
 Nocedal & Zhu (1995), the projection of that step of Morales & Nocedal (2011),
 and the line search of More & Thuente (1994) with L-BFGS-B's constants.  Its
-products with the n x 2m matrices run in numpy's own loops, and its 2m x 2m
-systems (m <= 10 correction pairs by default) are small enough for OpenBLAS to
-solve in the calling thread.
+products go to BLAS while they are small enough for OpenBLAS to run them in the
+calling thread and to numpy's own loops above, and its 2m x 2m systems (m = 10
+correction pairs by default) are solved by numpy's LAPACK, in the calling
+thread at such sizes.
 """
 
 import numpy as np
