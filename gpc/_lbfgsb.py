@@ -211,9 +211,12 @@ class _Memory:
         S = np.column_stack([self.S, s])[:, -self.maxcor:]
         Y = np.column_stack([self.Y, y])[:, -self.maxcor:]
         theta = _dot(y, y) / sy
-        SY = _cross(S, Y)
-        middle = np.block([[-np.diag(np.diag(SY)), np.tril(SY, -1).T],
-                           [np.tril(SY, -1), theta * _cross(S, S)]])
+        k, SY = S.shape[1], _cross(S, Y)
+        lower, diagonal = np.tril(SY, -1), np.arange(k)
+        middle = np.zeros((2 * k, 2 * k))
+        middle[diagonal, diagonal] = -SY[diagonal, diagonal]
+        middle[:k, k:], middle[k:, :k] = lower.T, lower
+        middle[k:, k:] = theta * _cross(S, S)
         try:
             M = _solve(middle, np.eye(middle.shape[0]))
         except np.linalg.LinAlgError:       # S nearly rank-deficient: start afresh
@@ -261,9 +264,7 @@ def _cauchy(x, g, lo, hi, memory):
     """``(xc, c, free)``: the first local minimiser of the model along the
     projected steepest-descent path, ``c = W'(xc - x)``, and the variables not
     at a bound there."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(g < 0, (x - hi) / g, np.where(g > 0, (x - lo) / g, np.inf))
-    t[np.isnan(t)] = np.inf
+    t = _breakpoints(x, g, lo, hi)
     d = np.where(t > 0, -g, 0.0)
     theta, W, M = memory.theta, memory.W, memory.M
     p, c = _dot(W, d), np.zeros(W.shape[1])
@@ -308,11 +309,18 @@ def _subspace_step(x, g, xc, c, free, memory):
     return -r / theta - _mul(Wf, v) / theta ** 2
 
 
+def _breakpoints(x, d, lo, hi):
+    """Per variable, the step t >= 0 along -d at which ``x - t d`` reaches lo
+    (d > 0) or hi (d < 0); infinite where d = 0 or that bound is."""
+    t = np.full(x.size, np.inf)
+    for side, bound in ((d > 0, lo), (d < 0, hi)):
+        t[side] = np.maximum((x[side] - bound[side]) / d[side], 0.0)
+    return t
+
+
 def _longest_step(x, d, lo, hi, cap):
     """The longest step ``a <= cap`` with ``lo <= x + a d <= hi``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(d > 0, (hi - x) / d, np.where(d < 0, (lo - x) / d, np.inf))
-    return float(min(cap, np.min(np.maximum(room, 0.0), initial=np.inf)))
+    return float(min(cap, np.min(_breakpoints(x, -d, lo, hi), initial=np.inf)))
 
 
 def _first_step(x, d, lo, hi, nit, constrained, boxed):
