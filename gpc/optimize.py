@@ -211,7 +211,9 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     bounds : array-like of shape (p, 2)
         Bounds on theta (log space).
     optimizer : "fmin_l_bfgs_b" or callable, default="fmin_l_bfgs_b"
-        "fmin_l_bfgs_b" is L-BFGS-B in stages (see Notes).  A callable has
+        "fmin_l_bfgs_b" is L-BFGS-B in stages (see Notes): gpc's own, with
+        SciPy's algorithm and iterates, whose steps wake no BLAS threads (on a
+        busy machine SciPy's waits for them at every step).  A callable has
         scikit-learn's signature ``optimizer(obj_func, initial_theta, bounds) ->
         (theta_opt, func_min)``, where ``obj_func(theta, eval_gradient=True)``
         returns the NEGATIVE objective (and its gradient); it runs once per start.
