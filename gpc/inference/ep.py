@@ -1,9 +1,8 @@
 """Expectation propagation (R&W section 3.6; Minka 2001), sequential and parallel."""
 
 import numpy as np
-from scipy.linalg import lapack
 
-from .. import _site_loop
+from .. import _linalg, _site_loop
 from ._base import register
 from .sites import fit_sites
 
@@ -17,9 +16,8 @@ def _posterior_dK(posterior, info):
     if not (info.get("converged") and info.get("n_clipped_last_sweep") == 0):
         return None
     n = posterior.L.shape[0]
-    Binv, status = lapack.dpotri(np.array(posterior.L, order="F", copy=True),
-                                 lower=1, overwrite_c=1)
-    if status != 0:
+    Binv = np.array(posterior.L, order="F", copy=True)
+    if _linalg.cho_inverse(Binv) != 0:
         return None
     Q = posterior.Q if posterior.Q is not None else np.zeros((n, 0), order="F")
     _site_loop.evidence_dK(posterior.sW, posterior.alpha, np.asfortranarray(Q), Binv)

@@ -37,12 +37,11 @@ bound is offered for it):
 import warnings
 
 import numpy as np
-from scipy.linalg import blas, lapack
 from scipy.special import log_expit, log_ndtr
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _lbfgsb, _vb
+from .. import _lbfgsb, _linalg, _vb
 from .._moments import mills
 from .._validation import check_integer, check_real
 from ..posterior import ExplicitPosterior, SitePosterior
@@ -270,7 +269,7 @@ def _probit_bound(Binv, y, nu, half_logdet):
     b = y * shift
     # B = I + K: alpha = K^{-1} Sigma b = B^{-1} b and mean = b - B^{-1} b, free of
     # the cancellation in b - B^{-1} K b when K is large.
-    alpha = blas.dsymv(1.0, Binv, b, lower=1)
+    alpha = _linalg.symv(Binv, b)
     mean = b - alpha
     bound = (np.sum(log_ndtr(nu) - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
              - half_logdet)
@@ -297,10 +296,10 @@ def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
         A = Binv * sd[:, None]
         A *= sd[None, :]
         A[np.diag_indices_from(A)] += 1.0 - sdr * sdr
-        LA, info = lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
+        LA = np.asfortranarray(A)
         candidates = []
-        if info == 0:
-            step = lapack.dpotrs(LA, sdr * pt["u"], lower=1)[0] / sdr
+        if _linalg.cholesky(LA) == 0:
+            step = _linalg.cho_solve(LA, sdr * pt["u"]) / sdr
             candidates = [step * 0.5 ** k for k in range(HALVINGS)]
         for step in candidates + [pt["u"]]:           # the EM step last
             trial = evaluate(nu + step)
@@ -356,8 +355,8 @@ def _newton_matrix(Binv, sW, mean, x):
     A = M * -sD[:, None]
     A *= sD[None, :]
     A[np.diag_indices(n)] += 1.0
-    LA, info = lapack.dpotrf(A, lower=1, overwrite_a=1, clean=0)
-    return None if info != 0 else (LA, M, sD)
+    LA = np.asfortranarray(A)
+    return None if _linalg.cholesky(LA) != 0 else (LA, M, sD)
 
 
 def _chord_step(chord, x, fx):
@@ -365,10 +364,10 @@ def _chord_step(chord, x, fx):
     iterate: ``dx = r + M (sD o A^{-1} (sD o r))``."""
     LA, M, sD = chord
     r = fx - x
-    z = lapack.dpotrs(LA, sD * r, lower=1)[0]
-    # Through SciPy's BLAS like the factorisations: numpy's may be another OpenBLAS,
-    # whose spinning threads would slow the next factorisation down.
-    return x + r + blas.dsymv(1.0, M, sD * z)
+    z = _linalg.cho_solve(LA, sD * r)
+    # Planned like the factorisations (numpy's product may be another OpenBLAS,
+    # whose threads would wake, and on a busy machine wait).
+    return x + r + _linalg.symv(M, sD * z)
 
 
 class _Anderson:
