@@ -19,6 +19,7 @@ from scipy.optimize import LbfgsInvHessProduct, OptimizeResult
 
 _EPS = np.finfo(np.float64).eps
 _FTOL_LS, _GTOL_LS, _XTOL_LS = 1e-3, 0.9, 0.1     # L-BFGS-B's line search
+_PGTOL_MESSAGE = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
 
 
 def minimize(fun, x0, bounds=None, *, maxcor=10, ftol=2.2204460492503131e-09,
@@ -87,7 +88,7 @@ def minimize(fun, x0, bounds=None, *, maxcor=10, ftol=2.2204460492503131e-09,
     if not (np.isfinite(f) and np.isfinite(g).all()):
         status, message = 2, "ABNORMAL: the objective is not finite at the start"
     elif _projected_norm(x, g, lo, hi) <= gtol:
-        status, message = 0, "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
+        status, message = 0, _PGTOL_MESSAGE
     while status is None:
         try:
             d = _direction(x, g, lo, hi, memory, constrained) - x
@@ -178,7 +179,7 @@ def _stopped(f_old, f, x, g, lo, hi, ftol, gtol):
     """``(status, message)`` of the convergence tests after an iteration, or
     ``(None, None)`` to go on."""
     if _projected_norm(x, g, lo, hi) <= gtol:
-        return 0, "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
+        return 0, _PGTOL_MESSAGE
     if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0):
         return 0, "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
     return None, None
@@ -399,8 +400,7 @@ class _WolfeSearch:
         the step reached as More and Thuente's warnings say)."""
         if f <= ftest and abs(g) <= _GTOL_LS * -self.d0:
             return True
-        if self.bracketed and (stp <= self.stmin or stp >= self.stmax or
-                               self.stmax - self.stmin <= _XTOL_LS * self.stmax):
+        if self._stalled(stp):
             return True
         if stp == self.stpmax and f <= ftest and g <= self.gtest:
             return True
@@ -416,22 +416,31 @@ class _WolfeSearch:
         else:
             self.stmin, self.stmax = stp + 1.1 * (stp - sx), stp + 4.0 * (stp - sx)
         stp = min(max(stp, 0.0), self.stpmax)
-        if self.bracketed and (stp <= self.stmin or stp >= self.stmax or
-                               self.stmax - self.stmin <= _XTOL_LS * self.stmax):
-            stp = sx
-        return stp
+        return sx if self._stalled(stp) else stp
+
+    def _stalled(self, stp):
+        """Whether a bracketed search can make no progress at ``stp``: at an end
+        of its interval (rounding), or the interval within xtol."""
+        return self.bracketed and (stp <= self.stmin or stp >= self.stmax or
+                                   self.stmax - self.stmin <= _XTOL_LS * self.stmax)
 
 
-def _cubic_min(a, b, fa, fb, da, db, clip_negative=False):
-    """The minimiser of the cubic interpolating ``(a, fa, da)`` and ``(b, fb,
-    db)``, written from b's side as ``b + r (a - b)``."""
+def _cubic_ratio(a, b, fa, fb, da, db):
+    """``(r, gamma)`` of the cubic interpolating ``(a, fa, da)`` and ``(b, fb,
+    db)``: its minimiser is ``b + r (a - b)``; gamma = 0 where the cubic has
+    no turning point (the root clipped at 0)."""
     theta = 3.0 * (fa - fb) / (b - a) + da + db
     s = max(abs(theta), abs(da), abs(db))
     gamma = s * np.sqrt(max(0.0, (theta / s) ** 2 - (da / s) * (db / s)))
     if b > a:
         gamma = -gamma
-    r = ((gamma - db) + theta) / ((gamma - db) + gamma + da)
-    return b + r * (a - b)
+    return ((gamma - db) + theta) / ((gamma - db) + gamma + da), gamma
+
+
+def _cubic_min(a, b, fa, fb, da, db):
+    """The minimiser of the cubic interpolating ``(a, fa, da)`` and ``(b, fb,
+    db)``."""
+    return b + _cubic_ratio(a, b, fa, fb, da, db)[0] * (a - b)
 
 
 def _step(bx, by, trial, bracketed, stpmin, stpmax):
@@ -471,12 +480,7 @@ def _decreasing_slope(bx, trial, by, bracketed, stpmin, stpmax):
     best point's sign and is smaller in magnitude."""
     stx, fx, dx = bx
     stp, fp, dp = trial
-    theta = 3.0 * (fx - fp) / (stp - stx) + dx + dp
-    s = max(abs(theta), abs(dx), abs(dp))
-    gamma = s * np.sqrt(max(0.0, (theta / s) ** 2 - (dx / s) * (dp / s)))
-    if stp > stx:
-        gamma = -gamma
-    r = ((gamma - dp) + theta) / ((gamma + (dx - dp)) + gamma)
+    r, gamma = _cubic_ratio(stx, stp, fx, fp, dx, dp)
     if r < 0 and gamma != 0:
         stpc = stp + r * (stx - stp)
     else:
