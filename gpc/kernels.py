@@ -299,8 +299,8 @@ def _frob(A, B):
 
 
 def _matmul(A, B):
-    """``A @ B`` for float64 matrices through SciPy's BLAS, planned by gpc
-    (:func:`gpc._linalg.matmul`).
+    """``A @ B`` for a float64 matrix A and a matrix or vector B through SciPy's
+    BLAS, planned by gpc (:func:`gpc._linalg.matmul`).
 
     All of gpc's heavy linear algebra (the Cython loops use
     ``scipy.linalg.cython_blas``) runs on SciPy's BLAS.  numpy may ship its own
@@ -311,6 +311,8 @@ def _matmul(A, B):
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
+    if A.ndim == 2 and B.ndim == 1:
+        return matmul(A, B[:, None])[:, 0]
     if A.ndim != 2 or B.ndim != 2:
         return A @ B
     return matmul(A, B)

@@ -24,12 +24,6 @@ from .kernels import _gram, _matmul
 from .likelihoods import get_likelihood
 
 
-def _transposed_product(K, a):
-    """``K' a`` through SciPy's BLAS, the thread pool of the solves that follow,
-    planned (see :func:`gpc.kernels._matmul`), without copying K."""
-    return _matmul(K.T, np.asarray(a, dtype=np.float64)[:, None])[:, 0]
-
-
 class _Posterior:
     """What both posterior forms share: the mean ``K_cross^T alpha`` and the
     predictive probability; subclasses give the variance term."""
@@ -66,7 +60,7 @@ class _Posterior:
         K_cross : array-like of shape (n, m)
             Covariances between the n training and m test points.
         """
-        return _transposed_product(self._check_cross(K_cross), self.alpha)
+        return _matmul(self._check_cross(K_cross).T, self.alpha)
 
     def latent_mean_and_variance(self, K_cross, k_diag, overwrite_cross=False):
         """Latent mean and variance at m test points.
@@ -90,7 +84,7 @@ class _Posterior:
         k_diag = np.asarray(k_diag, dtype=np.float64).reshape(-1)
         if k_diag.shape[0] != K_cross.shape[1]:
             raise ValueError("k_diag must have one entry per column of K_cross.")
-        mean = _transposed_product(K_cross, self.alpha)
+        mean = _matmul(K_cross.T, self.alpha)
         if self.n == 0:
             return mean, k_diag.copy()
         change = self._variance_change(K_cross, overwrite_cross)
@@ -303,7 +297,7 @@ class MultinomialPosterior:
         """Latent means (m, C) from the cross-covariances K_cross, of shape (n, m)
         (a kernel shared by the classes) or (C, n, m)."""
         K_cross, _ = self._per_class(K_cross)
-        return np.stack([_transposed_product(Kx, a)
+        return np.stack([_matmul(Kx.T, a)
                          for Kx, a in zip(K_cross, self.alpha)], axis=1)
 
     def latent_covariance(self, K_cross, k_diag):

@@ -256,7 +256,7 @@ def _site_posterior(kernel, X, state, tau, nu, chunk_size):
     for start, Kbx, _ in cross_covariance_chunks(kernel, state.X, X, chunk_size):
         sl = slice(start, start + Kbx.shape[1])
         M += _matmul(Kbx * tau[sl], Kbx.T)
-        eta += _matmul(Kbx, nu[sl, None])[:, 0]
+        eta += _matmul(Kbx, nu[sl])
     try:
         LA = lower_cholesky(K + M)
     except (LinAlgError, ValueError):
@@ -276,7 +276,7 @@ def _site_evidence(kernel, likelihood, X, y, state, tau, nu, chunk_size, post):
     for start, Kbx, kdiag in cross_covariance_chunks(kernel, state.X, X, chunk_size):
         sl = slice(start, start + Kbx.shape[1])
         ta, na = tau[sl], nu[sl]
-        m = _matmul(Kbx.T, a[:, None])[:, 0]
+        m = _matmul(Kbx.T, a)
         W = solve_lower(LA, Kbx)
         vu = np.einsum("ij,ij->j", W, W)
         V = solve_lower(LK, Kbx)
@@ -328,7 +328,7 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
     def load(post):
         K, _, LA, a, _ = post
         W = solve_lower(LA, K)
-        mu[:d] = _matmul(K, a[:, None])[:, 0]
+        mu[:d] = _matmul(K, a)
         S[:d, :d] = _gram(W.T)
 
     skipped, converged, made, change = 0, n_sweeps == 0, 0, 0.0

@@ -212,7 +212,7 @@ def _site_stats(Phi, E, beta):
     """A chunk's contributions ``{"Sigma": Phi E Phi', "eta": Phi beta}`` (E >= 0),
     planned on SciPy's BLAS (see :func:`gpc.kernels._matmul` for why not numpy's)."""
     W = np.multiply(Phi, np.sqrt(E), out=_scratch("W", Phi))
-    return {"Sigma": _gram(W), "eta": _matmul(Phi, beta[:, None])[:, 0]}
+    return {"Sigma": _gram(W), "eta": _matmul(Phi, beta)}
 
 
 def _log_site_mass(E, beta, mc, vc):
@@ -230,7 +230,7 @@ def _cavity(Phi, post, E, beta):
     np.copyto(V, Phi)
     V = solve_lower(post.LS, V, overwrite_b=True)
     v = np.einsum("ij,ij->j", V, V)
-    m = _matmul(Phi.T, post.a[:, None])[:, 0]
+    m = _matmul(Phi.T, post.a)
     den = 1.0 - E * v
     ok = den > 0.0
     safe = np.where(ok, den, 1.0)
