@@ -74,8 +74,25 @@ def thread_limit(n_threads):
         raise TypeError(f"n_threads must be an integer, got {n_threads!r}")
     if n_threads < 1:
         raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    with _limit(int(n_threads)):
+        yield
+
+
+@contextmanager
+def _tiles(n_threads):
+    """Benchmark and test hook, not API: inside, the calling thread's planned
+    computations take gpc's tiled route on ``n_threads`` threads (one below a
+    million multiply-adds) whatever the machine's load, the route of a busy
+    machine with ``n_threads`` free cores."""
+    with _limit(-int(n_threads)):
+        yield
+
+
+@contextmanager
+def _limit(value):
+    """The calling thread's limit as ``limits`` reports it, for the block."""
     old = getattr(_local, "limit", None)
-    _local.limit = int(n_threads)
+    _local.limit = value
     try:
         yield
     finally:

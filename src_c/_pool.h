@@ -230,8 +230,10 @@ static void gpc_pool_run(int nthreads, gpc_task_fn fn, void *ctx, int ntasks) {
 #define GPC_THREAD_MIN_WORK 1e6
 
 /* Set from Python before each computation (gpc._threads): the most threads the
- * calling thread's computations may use (gpc.thread_limit; 0 = no limit) and the
- * thread count of the process's BLAS (0 = unknown). */
+ * calling thread's computations may use (gpc.thread_limit; 0 = no limit; -k =
+ * the tiled route on k threads whatever the load, the benchmarks' and tests'
+ * hook gpc._threads._tiles) and the thread count of the process's BLAS (0 =
+ * unknown). */
 static __thread int gpc_thread_cap = 0;
 static __thread int gpc_blas_threads = 0;
 
@@ -426,6 +428,8 @@ static void gpc_cores(int *usable, int *free_cores) {
  * limit above.  With one BLAS thread, LAPACK runs in the calling thread: 0. */
 static int gpc_plan(double work) {
     int usable, free_cores, blas = gpc_blas_threads, cap = gpc_thread_cap;
+    if (cap < 0)
+        return work < GPC_THREAD_MIN_WORK ? 1 : -cap;
     if (blas == 1)
         return 0;
     gpc_cores(&usable, &free_cores);

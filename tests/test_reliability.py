@@ -798,6 +798,28 @@ def test_the_busy_route_gives_the_idle_routes_answer(method, options, lik):
 
 
 @pytest.mark.parametrize("method", ["laplace", "ep"])
+def test_the_tiled_route_gives_the_same_bits_on_one_and_two_threads(method):
+    # The benchmarks' hook pins the tiled route on k threads whatever the load;
+    # each tile is the same calls on any thread, so a whole fit is the same bits
+    # on one and on two threads, and on one it is the busy route of a thread
+    # limit of one.
+    from gpc._threads import _tiles, limits
+
+    X, y = _data(0, n=300)
+
+    def fit(route):
+        with route:
+            est = GaussianProcessClassifier(C(1.0) * RBF(1.0), method=method,
+                                            optimizer=None).fit(X, y)
+        return [est.predict_proba(X[:20]), np.array(est.log_marginal_likelihood_value_)]
+
+    one = fit(_tiles(1))
+    _assert_identical(fit(_tiles(2)), one)
+    if limits()[1] != 1:            # else a limit of one takes LAPACK's route
+        _assert_identical(fit(gpc.thread_limit(1)), one)
+
+
+@pytest.mark.parametrize("method", ["laplace", "ep"])
 def test_concurrent_fits_on_the_busy_route_are_bit_identical(method):
     # Two fits at n = 300 through gpc's tiled routines (a busy machine's route,
     # pinned by the limit): the same bits as one after the other.
