@@ -18,8 +18,8 @@ Workloads:
 * one fit with the optimizer (both libraries' default) at n = 200, and gpc's with
   one BLAS thread for the process; gpc's at n = 500;
 * before the rounds, idle: gpc's fixed-kernel fits with one BLAS thread and on
-  gpc's tiles on one thread, the floors a call on one thread has beside the load
-  (``floors``);
+  gpc's tiles on one and on two threads, the floors those routes have beside the
+  load (``floors``);
 * ``SparseGPClassifier`` fits with a fixed kernel, sparse EP and the online sparse
   GP, n = 6000, 300 basis vectors;
 * ``GridSearchCV(n_jobs=2)`` over gpc's classifier (4 length scales, 3 folds, n = 300);
@@ -28,6 +28,9 @@ Workloads:
   calls small enough to run in the calling thread, its tiles shared out to as many
   of gpc's own threads as gpc plans: the free cores, or its fair share of them
   from 5e8 multiply-adds).
+
+Each round runs a workload as many times in a row as take ``MIN_ROUND`` seconds
+alone and takes the mean.
 
 Run standalone (``python bench/bench_load.py``) or through ``bench/run_all.py``.
 """
@@ -224,62 +227,79 @@ def _fits(sizes):
     return out
 
 
-def _time(fn):
+# A round of a workload repeats it until it has run this long (seconds) and
+# takes the mean: a single fit of a few milliseconds beside the load measures
+# the scheduler's time slices more than the fit.
+MIN_ROUND = 0.3
+
+
+def _time(fn, reps=1):
+    """Seconds per call of ``fn``, the mean of ``reps`` calls in a row."""
     settle()
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fn()
-    return time.perf_counter() - t0
+        for _ in range(reps):
+            fn()
+    return (time.perf_counter() - t0) / reps
 
 
 def bench(n, calls, sizes, repeat):
-    """``(alone, busy)``: each workload's timings alone and under the load, the
-    workloads in turn and the whole round ``repeat`` times (a slow phase of the
-    machine then falls on different workloads rather than on one)."""
+    """``(alone, busy, reps)``: each workload's timings alone and under the
+    load, the workloads in turn and the whole round ``repeat`` times (a slow
+    phase of the machine then falls on different workloads rather than on
+    one); each round the mean of ``reps[name]`` calls (``MIN_ROUND``)."""
     work = {**_factorisations(), **_calls(n, calls), **_fits(sizes)}
     for fn in work.values():             # imports, caches and pools warmed once
         _time(fn)
+    reps = {name: max(1, int(np.ceil(MIN_ROUND / _time(fn))))
+            for name, fn in work.items()}
     alone = {name: [] for name in work}
     busy = {name: [] for name in work}
     for _ in range(repeat):
         for name, fn in work.items():
-            alone[name].append(_time(fn))
+            alone[name].append(_time(fn, reps[name]))
     with Load():
         for _ in range(repeat):
             for name, fn in work.items():
-                busy[name].append(_time(fn))
+                busy[name].append(_time(fn, reps[name]))
     for name in work:
         a, b = np.median(alone[name]), np.median(busy[name])
         print(f"  {name}: alone {a:.3g} s, busy {b:.3g} s ({b / a:.1f}x; busy runs "
               f"{', '.join(f'{t:.3g}' for t in busy[name])})", flush=True)
-    return alone, busy
+    return alone, busy, reps
 
 
 def floors(sizes, repeat):
     """Idle, for gpc's fixed-kernel fits: the time alone, with one BLAS thread
-    for the process (LAPACK in the calling thread) and under
-    ``gpc.thread_limit(1)`` (gpc's tiles on one thread, the route a busy machine
-    gets); Markdown lines.  Beside two busy threads on two cores one thread gets
-    two thirds of a core, so 1.5 times the one-thread time over the time alone
-    is the slowdown a call on one thread cannot go below there."""
+    for the process (LAPACK in the calling thread), and on gpc's tiles on one
+    and on two threads (the routes a busy machine gets); Markdown lines.
+    Beside two busy threads on two cores one thread gets two thirds of a core
+    and two threads half a core each, so 1.5 times the one-thread time and 2
+    times the two-thread time over the time alone are the slowdowns a call on
+    that route cannot go below there."""
     from threadpoolctl import threadpool_limits
+
+    from gpc._threads import _tiles
 
     fits = {k: v for k, v in _fits(sizes).items() if k.startswith("gpc") and
             "optimizer" not in k}
     routes = {"alone": contextlib.nullcontext,
               "one BLAS thread": lambda: threadpool_limits(limits=1, user_api="blas"),
-              "gpc's tiles on one thread": lambda: gpc.thread_limit(1)}
+              "gpc's tiles on one thread": lambda: _tiles(1),
+              "gpc's tiles on two threads": lambda: _tiles(2)}
     lines = ["| workload | " + " (s) | ".join(routes) + " (s) | 1.5 x one BLAS "
-             "thread / alone | 1.5 x tiles / alone |", "|---|---|---|---|---|---|"]
+             "thread / alone | 1.5 x tiles on one / alone | 2 x tiles on two / "
+             "alone |", "|---|---|---|---|---|---|---|---|"]
     for name, fn in fits.items():
         t = []
         for route in routes.values():
             with route():
-                _time(fn)
-                t.append(float(np.median([_time(fn) for _ in range(max(repeat, 5))])))
-        lines.append(f"| {name} | {t[0]:.3g} | {t[1]:.3g} | {t[2]:.3g} | "
-                     f"{1.5 * t[1] / t[0]:.2f} | {1.5 * t[2] / t[0]:.2f} |")
+                reps = max(1, int(np.ceil(MIN_ROUND / _time(fn))))
+                t.append(float(np.median([_time(fn, reps) for _ in range(repeat)])))
+        lines.append(f"| {name} | " + " | ".join(f"{v:.3g}" for v in t) + " | " +
+                     " | ".join(f"{f * v / t[0]:.2f}" for f, v in
+                                ((1.5, t[1]), (1.5, t[2]), (2.0, t[3]))) + " |")
     return lines
 
 
@@ -296,7 +316,7 @@ def _peer(name, names):
     return "scikit-learn Laplace fit, n = " + name.rsplit("n = ", 1)[-1]
 
 
-def report(alone, busy, calls, repeat, floor=()):
+def report(alone, busy, reps, calls, repeat, floor=()):
     med = {k: {name: float(np.median(v)) for name, v in d.items()}
            for k, d in (("alone", alone), ("busy", busy))}
     lines = [
@@ -305,27 +325,29 @@ def report(alone, busy, calls, repeat, floor=()):
         f"Each workload alone, then beside a second process multiplying 1000 x 1000 "
         f"matrices with {os.cpu_count()} BLAS threads (one per core), in one run; the "
         f"many-call rows are {calls} calls. Medians of {repeat} rounds over all the "
-        "workloads; *slowest busy*: the slowest of the busy rounds. *Slowdown* = "
+        f"workloads, each round the mean of as many runs of a workload in a row as "
+        f"take {MIN_ROUND} s alone (*runs*); *slowest busy*: the slowest of the busy "
+        "rounds. *Slowdown* = "
         "busy / alone (a fair share of the cores is 2x on two cores); *against "
         "scikit-learn* = gpc's median over scikit-learn's comparable row's under "
         "the same condition.",
         "",
-        "| workload | alone (s) | busy (s) | slowest busy (s) | slowdown | against "
-        "scikit-learn, alone | against scikit-learn, busy |",
-        "|---|---|---|---|---|---|---|",
+        "| workload | runs | alone (s) | busy (s) | slowest busy (s) | slowdown | "
+        "against scikit-learn, alone | against scikit-learn, busy |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     a, b = med["alone"], med["busy"]
     for name in alone:
         peer = _peer(name, list(alone))
         vs = f"{a[name] / a[peer]:.2f} | {b[name] / b[peer]:.2f}" if peer in a else " | "
-        lines.append(f"| {name} | {a[name]:.3g} | {b[name]:.3g} | "
+        lines.append(f"| {name} | {reps[name]} | {a[name]:.3g} | {b[name]:.3g} | "
                      f"{max(busy[name]):.3g} | {b[name] / a[name]:.1f}x | {vs} |")
     shared = [f"{os.path.basename(k)}: {'process-wide' if v else 'per thread' if v is False else 'absent'}"
               for k, v in per_thread_control().items()]
     if floor:
         lines += ["", "Idle, before the rounds above: gpc's fixed-kernel fits on the "
-                  "routes a busy machine leaves (medians of at least 5 fits each; see "
-                  "``floors``):", "", *floor]
+                  "routes a busy machine leaves (rounds as above; see ``floors``):",
+                  "", *floor]
     lines += ["", "`openblas_set_num_threads_local(1)` called in another thread: "
               + ("; ".join(shared) or "no OpenBLAS loaded") + ".", "", machine_line()]
     return "\n".join(lines) + "\n"
@@ -344,8 +366,9 @@ def add_arguments(ap):
 def run(args):
     """Run the busy-machine benchmark; returns the Markdown section."""
     floor = floors(args.load_fit_sizes, args.repeat)
-    alone, busy = bench(args.load_n, args.load_calls, args.load_fit_sizes, args.repeat)
-    return report(alone, busy, args.load_calls, args.repeat, floor)
+    alone, busy, reps = bench(args.load_n, args.load_calls, args.load_fit_sizes,
+                              args.repeat)
+    return report(alone, busy, reps, args.load_calls, args.repeat, floor)
 
 
 def main(argv=None):
