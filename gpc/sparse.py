@@ -53,6 +53,7 @@ import copy
 import time
 import warnings
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError
@@ -415,6 +416,44 @@ def _noise_moments(likelihood):
     raise ValueError(f"no noise moments for the likelihood {name!r}")
 
 
+# How many times the online sparse GP's EM goes halfway back from an M-step
+# that lowered the log evidence before it stops.
+_EM_HALVINGS = 3
+
+
+class _EMModel(NamedTuple):
+    """An E-step of the online sparse GP's EM and the model it was run at."""
+    kernel: object
+    likelihood: object
+    state: object
+    info: dict
+    ep: dict
+
+
+class _EMProgress(NamedTuple):
+    """Every E-step's log evidence (``history``), printed when verbose."""
+    n_em: int
+    history: list
+    t0: float
+    verbose: int
+
+    def record(self, it, model):
+        self.history.append(float(model.info["log_evidence"]))
+        if self.verbose:
+            print(f"[gpc sparse] EM {it}/{self.n_em}: log evidence "
+                  f"{self.history[-1]:.6g}, {model.state.d} basis vectors, "
+                  f"{time.perf_counter() - self.t0:.1f} s", flush=True)
+
+
+def _halfway(model, proposal):
+    """The (kernel, likelihood) halfway between two: the kernels' log
+    hyperparameters and the likelihoods' parameters averaged."""
+    (k0, l0), (k1, l1) = model, proposal
+    kernel = k1.clone_with_theta(0.5 * (k0.theta + k1.theta)) if k1.n_dims else k1
+    lik = l1.with_params(0.5 * (l0.params + l1.params)) if len(l1.params) else l1
+    return kernel, lik
+
+
 def _learnable_likelihood(likelihood):
     bounds = np.asarray(likelihood.param_bounds, dtype=np.float64).reshape(-1, 2)
     return bool(len(bounds)) and bool(np.any(bounds[:, 0] < bounds[:, 1]))
@@ -692,27 +731,51 @@ class _SparseGP(BaseEstimator):
         return self
 
     def _fit_online(self, X, y):
+        """The online sparse GP; with ``optimizer``, EM whose M-steps are taken
+        only where they raise the log evidence (see ``_em_step``)."""
         kernel, likelihood = self._check_params()
         check_kernel_psd(kernel, X[:self.max_basis])
         learn = self.optimizer is not None
         learn_kernel = learn and kernel.n_dims > 0
         learn_lik = learn and _learnable_likelihood(likelihood)
         n_em = self.n_em if (learn_kernel or learn_lik) else 0
-        history = []
-        t0 = time.perf_counter()
-        for it in range(n_em + 1):
-            state, info, ep = self._e_step(kernel, likelihood, X, y)
-            history.append(float(info["log_evidence"]))
-            if self.verbose:
-                print(f"[gpc sparse] EM {it}/{n_em}: log evidence "
-                      f"{info['log_evidence']:.6g}, {state.d} basis vectors, "
-                      f"{time.perf_counter() - t0:.1f} s", flush=True)
-            if it == n_em:
+        progress = _EMProgress(n_em, [], time.perf_counter(), self.verbose)
+        model = _EMModel(kernel, likelihood, *self._e_step(kernel, likelihood, X, y))
+        progress.record(0, model)
+        for it in range(1, n_em + 1):
+            proposal = self._m_step(kernel=model.kernel, likelihood=model.likelihood,
+                                    state=model.state, y=y, ep=model.ep,
+                                    learn_kernel=learn_kernel, learn_lik=learn_lik)
+            better = self._em_step(model, proposal, X, y, it, progress)
+            if better is None:
                 break
-            kernel, likelihood = self._m_step(kernel, likelihood, state, y, ep,
-                                              learn_kernel, learn_lik)
-        self._set_fitted(kernel, likelihood, state, info, history)
+            model = better
+        self._set_fitted(model.kernel, model.likelihood, model.state, model.info,
+                         progress.history)
         return self
+
+    def _em_step(self, model, proposal, X, y, it, progress):
+        """The E-step at the M-step's ``proposal`` (kernel, likelihood), or at
+        points halfway back towards ``model``'s hyperparameters while the log
+        evidence is not higher (``_EM_HALVINGS`` times at most): the first model
+        that is higher, else None (with a warning).  Csato's M-step
+        maximises the basis vectors' expected log prior, not the evidence; with
+        few basis vectors it can lower the evidence at every step."""
+        start = model.info["log_evidence"]
+        for _ in range(_EM_HALVINGS + 1):
+            trial = _EMModel(*proposal, *self._e_step(*proposal, X, y))
+            progress.record(it, trial)
+            if trial.info["log_evidence"] > start:
+                return trial
+            proposal = _halfway((model.kernel, model.likelihood), proposal)
+        warnings.warn(
+            f"sparse GP: EM stopped at iteration {it}: its M-step, and "
+            f"{_EM_HALVINGS} steps back towards the hyperparameters before it, "
+            f"lowered the log evidence {start:.6g}; the model keeps the best "
+            "E-step's hyperparameters. With more basis vectors (max_basis) the "
+            "M-step follows the evidence more closely; method='ep' maximises the "
+            "evidence itself.", ConvergenceWarning, stacklevel=4)
+        return None
 
     def _set_fitted(self, kernel, likelihood, state, info, history, factors=None):
         self._factors = factors
@@ -867,7 +930,9 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         None keeps them.
     n_em : int, default=10
         ``"online"``: EM iterations (each E-step is a fresh online pass plus the
-        EP sweeps).
+        EP sweeps).  An M-step that lowers the log evidence is cut back halfway
+        towards the previous hyperparameters, up to three times; when none of
+        those raises it, EM stops with a warning and keeps the best model.
     chunk_size : int, default=512
         Examples per block of kernel evaluations (``"ep"`` uses at least 2048).
     random_state : int, RandomState or None, default=None
@@ -898,7 +963,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         of log predictive probabilities).
     evidence_history_ : list of float
         ``"ep"``: the log evidence of every optimiser evaluation on the whole
-        data; ``"online"``: that of every E-step.
+        data; ``"online"``: that of every E-step, the cut-back ones included
+        (the fitted model is the last that raised it).
     inference_info_ : dict
     n_features_in_ : int
 
