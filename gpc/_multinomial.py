@@ -103,11 +103,23 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
             raise ValueError("multi_class='multinomial' is the softmax model, whose "
                              f"two-class form is the logit: likelihood={likelihood.name!r}"
                              " is not available for it (use 'logit').")
-        return kernels, shared, self._check_fit_params()
+        return kernels, shared, self._check_fit_params(), likelihood
+
+    @staticmethod
+    def _softmax(likelihood, n_classes):
+        """The model's Softmax for ``n_classes`` classes, with the rule
+        (``n_points``) of a Softmax given as ``likelihood``; ValueError when
+        that one was given another number of classes."""
+        if likelihood.name != "softmax":
+            return Softmax(n_classes=n_classes)
+        if likelihood.n_classes not in (None, n_classes):
+            raise ValueError(f"likelihood is Softmax(n_classes={likelihood.n_classes}),"
+                             f" but y has {n_classes} classes.")
+        return Softmax(n_classes=n_classes, n_points=likelihood.n_points)
 
     def fit(self, X, y):
         """Fit the joint model (all state is set only once fitting succeeded)."""
-        kernels, shared, inference = self._setup()
+        kernels, shared, inference, likelihood = self._setup()
         encoder = LabelEncoder()
         labels = encoder.fit_transform(y)
         classes = encoder.classes_
@@ -131,7 +143,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                 f"A kernel gives a covariance matrix that is not positive "
                 f"semi-definite on the training data: {exc}") from exc
         objective = MultinomialEvidence(
-            kernels, shared, X_train, labels, Softmax(n_classes=classes.size),
+            kernels, shared, X_train, labels, self._softmax(likelihood, classes.size),
             inference, self._inference_options(), state, jitters)
         optimum = None
         if self.optimizer is not None and objective.theta.shape[0] > 0:

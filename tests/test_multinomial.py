@@ -157,12 +157,31 @@ def test_kernel_list_must_match_the_classes(iris):
         multinomial([RBF(), RBF()]).fit(X, y)
 
 
+def test_the_estimator_uses_the_softmax_it_is_given(iris):
+    # Its quadrature rule (n_points) predicts; a number of classes other than
+    # the data's is an error, not ignored.
+    X, y = iris
+    default = multinomial(optimizer=None).fit(X, y)
+    coarse = multinomial(optimizer=None, likelihood=Softmax(n_points=2)).fit(X, y)
+    moments = default.latent_mean_and_variance(X[:10])
+    np.testing.assert_array_equal(coarse.predict_proba(X[:10]),
+                                  Softmax(n_points=2).predict(*moments))
+    assert np.abs(coarse.predict_proba(X[:10]) - default.predict_proba(X[:10])).max() \
+        > 1e-3
+    with pytest.raises(ValueError, match=r"Softmax\(n_classes=7\), but y has 3"):
+        multinomial(optimizer=None, likelihood=Softmax(n_classes=7)).fit(X, y)
+
+
 def test_infer_checks_the_problem():
     K = np.eye(3)
     with pytest.raises(ValueError, match="labels 0 .. 2 - 1"):
         gpc.infer(K, [0, 1, 2], likelihood=Softmax(n_classes=2))
-    with pytest.raises(ValueError, match="C >= 2"):
+    with pytest.raises(ValueError, match="2 or more classes, but every label is 0"):
         gpc.infer(K, [0, 0, 0], likelihood="softmax")
+    with pytest.raises(ValueError, match="2 or more classes, but K holds one matrix"):
+        gpc.infer(K[None], [0, 0, 0], likelihood="softmax")
+    with pytest.raises(ValueError, match="K holds 3 matrices .* n_classes=7"):
+        gpc.infer(np.stack([K] * 3), [0, 1, 2], likelihood=Softmax(n_classes=7))
     with pytest.raises(ValueError, match="there are 2 classes"):
         gpc.infer(np.stack([K, K]), [0, 1, 2], likelihood="softmax")
     with pytest.raises(ValueError, match=r"shape \(2, 3\)"):

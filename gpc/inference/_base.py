@@ -560,10 +560,14 @@ def multinomial_problem(K, y, likelihood):
         raise ValueError(f"K must hold C n x n matrices, got shape {K.shape}.")
     y = likelihood.check_targets(y, n)
     C = len(Ks) if K.ndim == 3 else likelihood.n_classes or int(y.max()) + 1
-    if likelihood.n_classes not in (None, C) or C < 2:
-        raise ValueError(f"the multinomial model needs C >= 2 classes, as many as the "
-                         f"likelihood's n_classes ({likelihood.n_classes}); K gives "
-                         f"{C}.")
+    if likelihood.n_classes not in (None, C):
+        raise ValueError(f"K holds {C} matrices (one per class), but the likelihood "
+                         f"has n_classes={likelihood.n_classes}.")
+    if C < 2:
+        raise ValueError("the multinomial model needs 2 or more classes, but "
+                         f"{'K holds one matrix' if K.ndim == 3 else 'every label is 0'}"
+                         ": give labels 0 .. C - 1 of C >= 2 classes, with a 2-D K "
+                         "shared by the classes or a 3-D K of one matrix per class.")
     if y.max() >= C:
         raise ValueError(f"y holds label {int(y.max())}, but there are {C} classes "
                          f"(labels 0 .. {C - 1}).")
