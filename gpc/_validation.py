@@ -56,7 +56,7 @@ def check_real(value, name, low=-np.inf, high=np.inf, low_open=False, high_open=
         If it is not finite or lies outside the interval.
     """
     close = ")" if high_open or high == np.inf else "]"
-    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{close}"
+    interval = f"{'(' if low_open or low == -np.inf else '['}{low:g}, {high:g}{close}"
     if not is_real(value):
         raise TypeError(f"{name} must be a real number in {interval}, got {value!r}.")
     inside = ((value > low if low_open else value >= low)

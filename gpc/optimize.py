@@ -15,7 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _lbfgsb
-from ._validation import check_integer
+from ._validation import check_integer, check_real
 from .inference.evidence import EvidenceObjective  # noqa: F401  (its former home)
 
 #: The largest acceptable projected gradient of a log evidence per training
@@ -55,8 +55,8 @@ class LogNormalPrior:
 
     def log_density(self, theta):
         """Return ``(log p(theta), d log p / d theta)``."""
-        if not self.sigma > 0:
-            raise ValueError(f"LogNormalPrior: sigma must be > 0, got {self.sigma!r}.")
+        check_real(self.mu, "LogNormalPrior: mu")
+        check_real(self.sigma, "LogNormalPrior: sigma", 0.0, low_open=True)
         z = (theta - self.mu) / self.sigma
         return (-0.5 * z * z - np.log(self.sigma) - 0.5 * np.log(2 * np.pi),
                 -z / self.sigma)
@@ -92,8 +92,8 @@ class GammaPrior:
 
     def log_density(self, theta):
         """Return ``(log p(theta), d log p / d theta)``."""
-        if not (self.shape > 0 and self.rate > 0):
-            raise ValueError("GammaPrior: shape and rate must be > 0.")
+        check_real(self.shape, "GammaPrior: shape", 0.0, low_open=True)
+        check_real(self.rate, "GammaPrior: rate", 0.0, low_open=True)
         x = np.exp(theta)
         return (self.shape * theta - self.rate * x + self.shape * np.log(self.rate)
                 - gammaln(self.shape), self.shape - self.rate * x)

@@ -163,6 +163,23 @@ def test_priors_shift_the_optimum():
         GaussianProcessClassifier(kernel, priors={"nope": gpc.GammaPrior()}).fit(X, y)
 
 
+@pytest.mark.parametrize("prior, match", [
+    (gpc.LogNormalPrior(np.nan, 1.0), "mu must be a finite number"),
+    (gpc.LogNormalPrior(np.inf, 1.0), "mu must be a finite number"),
+    (gpc.LogNormalPrior(0.0, np.inf), "sigma must be a finite number"),
+    (gpc.LogNormalPrior(0.0, 0.0), "sigma must be a finite number"),
+    (gpc.GammaPrior(np.nan, 1.0), "shape must be a finite number"),
+    (gpc.GammaPrior(2.0, -1.0), "rate must be a finite number"),
+])
+def test_a_prior_that_is_no_density_is_refused(prior, match):
+    # A NaN or infinite parameter made every evaluation's objective NaN: the
+    # learner stopped at its start without a word.
+    X, y = binary_data(40, 2, seed=5)
+    with pytest.raises(ValueError, match=match):
+        GaussianProcessClassifier(C(1.0) * RBF(1.0),
+                                  priors={"k2__length_scale": prior}).fit(X, y)
+
+
 def test_restarts_are_reproducible_and_never_worse():
     X, y = binary_data(40, 2, seed=6)
     kernel = C(1.0, (1e-2, 1e2)) * RBF([1e-2, 1e-2], (1e-3, 1e2))
