@@ -187,9 +187,15 @@ class minimisable:
                 print(f"  [gpc] evaluation {self.n_calls} failed at theta={theta}: "
                       f"{exc}")
             value, grad = -np.inf, np.zeros_like(theta)
+        grad = np.asarray(grad, dtype=np.float64)
+        if np.ndim(value) != 0 or grad.shape != theta.shape:
+            raise ValueError(
+                f"the objective must return a number and a gradient of theta's "
+                f"shape {theta.shape}; it returned a value of shape "
+                f"{np.shape(value)} and a gradient of shape {grad.shape}.")
         pv, pg = log_prior(self.priors, theta)
         value = value + pv
-        grad = np.asarray(grad, dtype=np.float64) + pg
+        grad = grad + pg
         if self.verbose >= 2:
             print(f"  [gpc] evaluation {self.n_calls}: objective {value:.10g}")
         if not np.isfinite(value):

@@ -128,6 +128,17 @@ def test_a_non_stationary_end_is_reported():
     assert abs(res.theta[0] - 1.234) < 1e-3
 
 
+@pytest.mark.parametrize("output", [
+    lambda t: (-float(t @ t), -2 * t[:1]),          # a gradient too short
+    lambda t: (-float(t @ t), -2 * t[:, None]),     # a column
+    lambda t: (-(t * t), -2 * t),                   # a vector for the value
+])
+def test_an_objective_of_the_wrong_shapes_is_an_error(output):
+    # A gradient of the wrong shape made every step fail: the start came back.
+    with pytest.raises(ValueError, match=r"gradient of theta's shape \(2,\)"):
+        gpc.maximize_evidence(output, [1.0, 1.0], [(-5.0, 5.0)] * 2)
+
+
 def test_sparse_ard_ends_at_or_above_the_isotropic_optimum():
     X, y, _, _ = load_tabular("cps1988")
     X, y = _standardised(X[:11000]), y[:11000]
