@@ -122,6 +122,16 @@ def test_bad_options_are_refused():
     big = gpc.infer(np.eye(4), [1, -1, 1, 1], method="adf").state
     with pytest.raises(ValueError, match="at most the 3 points"):
         gpc.infer(K, y, method="adf", resume=big)
+    # ADF has nothing to warm-start: an init of another size or from another
+    # method was ignored; it is refused, and the error points to resume.
+    laplace = gpc.infer(K, y, method="laplace").state
+    for init in (laplace, big, {"alpha": np.zeros(3)}):
+        with pytest.raises(ValueError, match="no state to warm-start .* resume"):
+            gpc.infer(K, y, method="adf", init=init)
+    own = gpc.infer(K, y, method="adf")
+    for init in ({}, own.state):
+        assert gpc.infer(K, y, method="adf", init=init).log_evidence == \
+            own.log_evidence
 
 
 def test_estimator_partial_fit_matches_fit_and_checks_its_input():

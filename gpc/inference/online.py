@@ -7,6 +7,8 @@ moment matching, ``<f(x)> = sum_i K(x, x_i) alpha_i``,
 ``alpha`` and ``C`` and no matrix inversion.  The hot loop is ``gpc._online``.
 """
 
+import reprlib
+
 import numpy as np
 from sklearn.utils import check_random_state
 
@@ -39,8 +41,9 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
         Any likelihood with Gaussian moments (probit, logit, noisy threshold, step,
         Gaussian).
     init : dict, optional
-        Ignored: a sweep has nothing to warm-start (see ``resume`` to continue
-        learning).
+        None, or the state of an ADF result on the same points, which is
+        ignored: a sweep has nothing to warm-start (see ``resume`` to continue
+        learning).  Anything else is a ValueError.
     compute_gradient : bool
         Ignored: ADF has no evidence gradient (``dK`` and ``dlik`` are None), so
         its hyperparameters are not learnt by evidence maximisation.
@@ -93,6 +96,7 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
     if not (isinstance(n_sweeps, (int, np.integer)) and n_sweeps >= 1):
         raise ValueError(f"n_sweeps must be a positive integer, got {n_sweeps!r}.")
     n = K.shape[0]
+    _check_init(init, n)
     alpha = np.zeros(n)
     C = np.zeros((n, n), order="F")
     n0, evidence0 = 0, 0.0
@@ -140,6 +144,23 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
               "sweep_log_evidence": sums, "log_predictive": log_pred,
               "converged": True, "jitter": 0.0},
     )
+
+
+def _check_init(init, n):
+    """Refuse an ``init`` other than None, an empty dict or the state of an ADF
+    result on these n points (every method accepts its own result's state)."""
+    if init is None or (isinstance(init, dict) and not init):
+        return
+    try:
+        own = _checked_state(init, n)["alpha"].shape[0] == n
+    except ValueError:
+        own = False
+    if not own:
+        raise ValueError(
+            f"method='adf' has no state to warm-start from: init must be None or the "
+            f"state of an ADF result on these {n} points (which it ignores), got "
+            f"{reprlib.repr(init)}. To continue an ADF fit on more points, pass its "
+            "state as resume.")
 
 
 def _checked_state(state, n):
