@@ -7,17 +7,27 @@ that are not scheduled, and a hyperparameter fit that is mostly such waits slows
 down four- to fivefold.  :func:`minimize` is the same algorithm: the
 generalised Cauchy point and the direct primal subspace step of Byrd, Lu,
 Nocedal & Zhu (1995), the projection of that step of Morales & Nocedal (2011),
-and the line search of More & Thuente (1994) with L-BFGS-B's constants.  Its
-products go to BLAS while they are small enough for OpenBLAS to run them in the
-calling thread and to numpy's own loops above, and its 2m x 2m systems (m = 10
-correction pairs by default) are solved by numpy's LAPACK, in the calling
-thread at such sizes.
+and the line search of More & Thuente (1994) with L-BFGS-B's constants.
+
+The numeric steps are compiled (``gpc._lbfgsb_steps``): the limited-memory
+matrix and its update, the generalised Cauchy point, the subspace step with its
+projection, and the products, trial points and norms of the driver.  They are C
+loops in the calling thread; their one BLAS routine is ``ddot`` on vectors of
+at most 4096 entries (OpenBLAS shares it out from 10000), longer ones being
+plain loops, and their 2m x 2m systems (m = 10 correction pairs by default) are
+solved by an LU factorisation written out in C rather than by LAPACK.  This
+module keeps the driver, the scalar logic of the line search and the stopping
+tests.
 """
+
+import math
 
 import numpy as np
 from scipy.optimize import LbfgsInvHessProduct, OptimizeResult
 
-_EPS = np.finfo(np.float64).eps
+from ._lbfgsb_steps import (Memory, direction, dot, longest_step, projected_norm,
+                            trial_point)
+
 _FTOL_LS, _GTOL_LS, _XTOL_LS = 1e-3, 0.9, 0.1     # L-BFGS-B's line search
 _PGTOL_MESSAGE = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
 
@@ -84,14 +94,14 @@ def minimize(fun, x0, bounds=None, *, maxcor=10, ftol=2.2204460492503131e-09,
     boxed = bool(np.isfinite(lo).all() and np.isfinite(hi).all())
     counter = _Counted(fun)
     f, g = counter(x)
-    memory, nit, status, message = _Memory(x.size, maxcor), 0, None, None
+    memory, nit, status, message = Memory(x.size, int(maxcor)), 0, None, None
     if not (np.isfinite(f) and np.isfinite(g).all()):
         status, message = 2, "ABNORMAL: the objective is not finite at the start"
-    elif _projected_norm(x, g, lo, hi) <= gtol:
+    elif projected_norm(x, g, lo, hi) <= gtol:
         status, message = 0, _PGTOL_MESSAGE
     while status is None:
         try:
-            d = _direction(x, g, lo, hi, memory, constrained) - x
+            d = direction(x, g, lo, hi, memory, constrained)
         except np.linalg.LinAlgError:       # a singular subspace system
             memory.reset()
             continue
@@ -106,7 +116,7 @@ def minimize(fun, x0, bounds=None, *, maxcor=10, ftol=2.2204460492503131e-09,
         nit += 1
         status, message = _stopped(f, f_new, x_new, g_new, lo, hi, ftol, gtol)
         if status is None:
-            memory.update(x_new - x, g_new - g, -stp * _dot(g, d))
+            memory.update(x_new - x, g_new - g, -stp * dot(g, d))
         x, f, g = x_new, f_new, g_new
         if callback is not None:
             callback(OptimizeResult(x=x.copy(), fun=f))
@@ -115,7 +125,7 @@ def minimize(fun, x0, bounds=None, *, maxcor=10, ftol=2.2204460492503131e-09,
                                  "REACHED LIMIT"
     return OptimizeResult(x=x, fun=f, jac=g, nit=nit, nfev=counter.n, njev=counter.n,
                           status=status, success=status == 0, message=message,
-                          hess_inv=memory.hess_inv())
+                          hess_inv=LbfgsInvHessProduct(*memory.pairs()))
 
 
 def _bounds(bounds, n):
@@ -126,7 +136,7 @@ def _bounds(bounds, n):
                  dtype=np.float64)
     if b.shape != (n, 2):
         raise ValueError(f"bounds must have shape ({n}, 2), got {b.shape}.")
-    lo, hi = b[:, 0], b[:, 1]
+    lo, hi = b[:, 0].copy(), b[:, 1].copy()
     lo[np.isnan(lo)], hi[np.isnan(hi)] = -np.inf, np.inf
     if (lo > hi).any():
         raise ValueError("A lower bound is greater than its upper bound.")
@@ -145,183 +155,14 @@ class _Counted:
         return float(f), np.array(g, dtype=np.float64).ravel()
 
 
-# Up to this many entries, BLAS's dot products and matrix-vector products run
-# in the calling thread (OpenBLAS shares out dgemv from 9216 entries, ddot from
-# 10000); larger operands go to numpy's own loops.
-_BLAS_MAX = 4096
-
-
-def _dot(a, b):
-    """``a' b`` for vectors, or ``A' b`` for a matrix A, without BLAS threads."""
-    if a.size <= _BLAS_MAX:
-        return float(a @ b) if a.ndim == 1 else a.T @ b
-    return float(np.einsum("i,i->", a, b)) if a.ndim == 1 else np.einsum(
-        "ik,i->k", a, b)
-
-
-def _mul(A, v):
-    """``A v`` without BLAS threads (see :func:`_dot`)."""
-    return A @ v if A.size <= _BLAS_MAX else np.einsum("ik,k->i", A, v)
-
-
-def _cross(A, B):
-    """``A' B`` for two n x k matrices, without BLAS threads."""
-    return A.T @ B if A.size <= _BLAS_MAX else np.einsum("ik,il->kl", A, B)
-
-
-def _projected_norm(x, g, lo, hi):
-    """The largest absolute component of the projected gradient."""
-    pg = np.clip(x - g, lo, hi) - x
-    return float(np.max(np.abs(pg), initial=0.0))
-
-
 def _stopped(f_old, f, x, g, lo, hi, ftol, gtol):
     """``(status, message)`` of the convergence tests after an iteration, or
     ``(None, None)`` to go on."""
-    if _projected_norm(x, g, lo, hi) <= gtol:
+    if projected_norm(x, g, lo, hi) <= gtol:
         return 0, _PGTOL_MESSAGE
     if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0):
         return 0, "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
     return None, None
-
-
-class _Memory:
-    """The limited-memory BFGS matrix ``B = theta I - W M W'`` of the last pairs
-    (s, y), oldest first: ``W = [Y, theta S]``, ``M`` the inverse of the middle
-    matrix ``[[-D, L'], [L, theta S'S]]`` (D the diagonal, L the strictly lower
-    triangle of S'Y)."""
-
-    def __init__(self, n, maxcor):
-        self.n, self.maxcor = n, max(int(maxcor), 1)
-        self.reset()
-
-    def reset(self):
-        self.S, self.Y = np.empty((self.n, 0)), np.empty((self.n, 0))
-        self.theta, self.W, self.middle, self.M = 1.0, np.empty((self.n, 0)), None, None
-
-    @property
-    def k(self):
-        return self.S.shape[1]
-
-    def update(self, s, y, descent):
-        """Add a pair unless its curvature ``s'y`` is not positive enough
-        (``descent``: ``-s'g`` at the step's start, as L-BFGS-B tests)."""
-        sy = _dot(s, y)
-        if not sy > _EPS * descent:
-            return
-        S = np.column_stack([self.S, s])[:, -self.maxcor:]
-        Y = np.column_stack([self.Y, y])[:, -self.maxcor:]
-        theta = _dot(y, y) / sy
-        k, SY = S.shape[1], _cross(S, Y)
-        lower, diagonal = np.tril(SY, -1), np.arange(k)
-        middle = np.zeros((2 * k, 2 * k))
-        middle[diagonal, diagonal] = -SY[diagonal, diagonal]
-        middle[:k, k:], middle[k:, :k] = lower.T, lower
-        middle[k:, k:] = theta * _cross(S, S)
-        try:
-            M = _solve(middle, np.eye(middle.shape[0]))
-        except np.linalg.LinAlgError:       # S nearly rank-deficient: start afresh
-            self.reset()
-            return
-        self.S, self.Y, self.theta, self.middle, self.M = S, Y, theta, middle, M
-        self.W = np.hstack([Y, theta * S])
-
-    def hess_inv(self):
-        return LbfgsInvHessProduct(self.S.T.copy(), self.Y.T.copy())
-
-
-def _solve(A, B):
-    """``A^{-1} B`` for a small square A (at most 2 maxcor): numpy's LAPACK,
-    which OpenBLAS runs in the calling thread below 100 x 100 (its threshold
-    for sharing out an LU factorisation); LinAlgError when A is singular or
-    the solution is not finite."""
-    X = np.linalg.solve(A, B)
-    if not np.isfinite(X).all():
-        raise np.linalg.LinAlgError("singular matrix")
-    return X
-
-
-def _direction(x, g, lo, hi, memory, constrained):
-    """The point the quasi-Newton model proposes: the subspace minimiser from
-    the generalised Cauchy point (without bounds and with curvature pairs, from
-    x itself), projected into the box, or cut back to it where the projection
-    is no descent direction."""
-    if constrained or memory.k == 0:
-        xc, c, free = _cauchy(x, g, lo, hi, memory)
-    else:
-        xc, c, free = x, np.zeros(2 * memory.k), np.ones(x.size, dtype=bool)
-    if memory.k == 0 or not free.any():
-        return xc
-    du = _subspace_step(x, g, xc, c, free, memory)
-    xbar = xc.copy()
-    xbar[free] = np.clip(xc[free] + du, lo[free], hi[free])
-    if _dot(xbar - x, g) <= 0.0:
-        return xbar
-    xbar[free] = xc[free] + _longest_step(xc[free], du, lo[free], hi[free], 1.0) * du
-    return np.clip(xbar, lo, hi)
-
-
-def _cauchy(x, g, lo, hi, memory):
-    """``(xc, c, free)``: the first local minimiser of the model along the
-    projected steepest-descent path, ``c = W'(xc - x)``, and the variables not
-    at a bound there."""
-    t = _breakpoints(x, g, lo, hi)
-    d = np.where(t > 0, -g, 0.0)
-    theta, W, M = memory.theta, memory.W, memory.M
-    p, c = _dot(W, d), np.zeros(W.shape[1])
-    f1 = -_dot(d, d)
-    f2 = -theta * f1 - (float(p @ M @ p) if memory.k else 0.0)
-    f2_first = f2
-    xc, free = x.copy(), (t > 0) & (lo < hi)
-    t_old = 0.0
-    dt_min = -f1 / f2 if f2 > 0 else np.inf
-    breaks = np.flatnonzero((t > 0) & (t < np.inf))
-    for b in breaks[np.argsort(t[breaks], kind="stable")]:
-        if dt_min < t[b] - t_old:
-            break
-        dt, gb = t[b] - t_old, g[b]
-        xc[b] = hi[b] if d[b] > 0 else lo[b]
-        c += dt * p
-        f1 += dt * f2 + gb * gb + theta * gb * (xc[b] - x[b])
-        f2 -= theta * gb * gb
-        if memory.k:
-            wb = W[b]
-            Mw = M @ wb
-            f1 -= gb * float(Mw @ c)
-            f2 -= 2.0 * gb * float(Mw @ p) + gb * gb * float(wb @ Mw)
-        f2 = max(_EPS * f2_first, f2)
-        p += gb * W[b]
-        d[b], free[b], t_old = 0.0, False, t[b]
-        dt_min = -f1 / f2
-    dt_min = max(dt_min, 0.0)
-    moving = d != 0
-    xc[moving] = x[moving] + (t_old + dt_min) * d[moving]
-    return xc, c + dt_min * p, free
-
-
-def _subspace_step(x, g, xc, c, free, memory):
-    """The Newton step of the model over the free variables from ``xc``:
-    ``-Bf^{-1} r`` with ``Bf = theta I - Wf M Wf'`` by Sherman-Morrison-Woodbury,
-    ``r`` the model's reduced gradient at ``xc``."""
-    theta, W, M = memory.theta, memory.W, memory.M
-    r = (g + theta * (xc - x) - _mul(W, M @ c))[free]
-    Wf = W[free]
-    v = _solve(memory.middle - _cross(Wf, Wf) / theta, _dot(Wf, r))
-    return -r / theta - _mul(Wf, v) / theta ** 2
-
-
-def _breakpoints(x, d, lo, hi):
-    """Per variable, the step t >= 0 along -d at which ``x - t d`` reaches lo
-    (d > 0) or hi (d < 0); infinite where d = 0 or that bound is."""
-    t = np.full(x.size, np.inf)
-    for side, bound in ((d > 0, lo), (d < 0, hi)):
-        t[side] = np.maximum((x[side] - bound[side]) / d[side], 0.0)
-    return t
-
-
-def _longest_step(x, d, lo, hi, cap):
-    """The longest step ``a <= cap`` with ``lo <= x + a d <= hi``."""
-    return float(min(cap, np.min(_breakpoints(x, -d, lo, hi), initial=np.inf)))
 
 
 def _first_step(x, d, lo, hi, nit, constrained, boxed):
@@ -332,8 +173,8 @@ def _first_step(x, d, lo, hi, nit, constrained, boxed):
     if not constrained:
         stpmax = 1e10
     else:
-        stpmax = 1.0 if nit == 0 else _longest_step(x, d, lo, hi, 1e10)
-    norm = np.sqrt(_dot(d, d))
+        stpmax = 1.0 if nit == 0 else longest_step(x, d, lo, hi, 1e10)
+    norm = math.sqrt(dot(d, d))
     first = min(1.0 / norm, stpmax) if nit == 0 and not boxed and norm > 0 else 1.0
     return first, stpmax
 
@@ -345,15 +186,15 @@ def _line_search(fun, x, f, g, d, box, steps, maxls):
     did not do, or the search ends above f (SciPy's L-BFGS-B takes such an
     end).  Trial points are clipped into ``box`` against rounding."""
     stp, stpmax = steps
-    d0 = _dot(g, d)
+    d0 = dot(g, d)
     if not d0 < 0.0:
         return None
     search = _WolfeSearch(f, d0, stp, stpmax)
     for _ in range(maxls):
-        xt = np.clip(x + stp * d, *box)
+        xt = trial_point(x, stp, d, *box)
         ft, gt = fun(xt)
-        dt = _dot(gt, d)
-        if not (np.isfinite(ft) and np.isfinite(dt)):
+        dt = dot(gt, d)
+        if not (math.isfinite(ft) and math.isfinite(dt)):
             return None
         stp, done = search.next(stp, ft, dt)
         if done:                            # (More-Thuente may end higher up)
