@@ -12,7 +12,7 @@ Workloads:
 * ``--load-calls`` calls (default 50) of ``gpc.infer(K, y)`` at n = 100 (``--load-n``)
   with EP and with Laplace, and of the multinomial Laplace with C = 3; the same
   number of scikit-learn ``GaussianProcessClassifier(optimizer=None).fit`` calls on
-  the same data;
+  the same data (two classes, and three, which scikit-learn fits one-vs-rest);
 * one fit with a fixed kernel at n = 500 and n = 2000 (``--load-fit-sizes``), gpc's
   Laplace and EP and scikit-learn's Laplace;
 * one fit with the optimizer (both libraries' default) at n = 200, and gpc's with
@@ -117,6 +117,8 @@ def _calls(n, calls):
             lambda: gpc.infer(K3, y3, likelihood="softmax", method="laplace")),
         f"scikit-learn fit (optimizer=None), n = {n}": repeat(
             lambda: SkGPC(_kernel(), optimizer=None).fit(X, y)),
+        f"scikit-learn fit (optimizer=None), 3 classes, n = {n}": repeat(
+            lambda: SkGPC(_kernel(), optimizer=None).fit(X3, y3)),
     }
 
 
@@ -308,7 +310,9 @@ def _peer(name, names):
     if name.startswith(("scikit-learn", "LAPACK", "the same", "gpc's tiled")):
         return None
     if name.startswith("gpc.infer"):
-        return next((k for k in names if k.startswith("scikit-learn fit (")), None)
+        three = "3 classes" if "multinomial" in name else "(optimizer=None), n"
+        return next((k for k in names if k.startswith("scikit-learn fit (")
+                     and three in k), None)
     if "with the optimizer" in name:
         return name.replace("gpc", "scikit-learn", 1)
     if name.startswith("GridSearchCV"):
