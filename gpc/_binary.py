@@ -1,5 +1,6 @@
 """The binary Gaussian process classifier behind :class:`gpc.GaussianProcessClassifier`."""
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -48,12 +49,38 @@ def classes_from_proba(classes, proba):
     return classes[np.argmax(proba, axis=1)]
 
 
+def warn_if_all_tied(proba, at_bounds=(), stacklevel=3):
+    """Warn when every row of ``proba`` (two or more) has its two largest class
+    probabilities tied; ``at_bounds``: the learnt hyperparameters that ended
+    at a bound, named in the warning."""
+    if proba.shape[0] < 2:
+        return
+    top2 = np.sort(proba, axis=1)[:, -2:]
+    if np.any(top2[:, 1] - top2[:, 0] > _TIE_TOL):
+        return
+    where = (f"; evidence maximisation ended at the bounds of {sorted(at_bounds)}"
+             if at_bounds else "")
+    warnings.warn(
+        f"All {proba.shape[0]} inputs get tied class probabilities (to within "
+        f"{_TIE_TOL:g}), so the model predicts nothing for them and predict's "
+        f"classes follow from ties{where}. The kernel gives these inputs no "
+        "covariance with the training data: scale the inputs (e.g. "
+        "sklearn.preprocessing.StandardScaler) or widen the bounds.",
+        UserWarning, stacklevel=stacklevel + 1)
+
+
 def _at_bounds(estimator, atol=1e-6):
     """Names of the learnt kernel hyperparameters of a fitted binary estimator
     that ended at one of their bounds (none when nothing was learnt)."""
     if getattr(estimator, "optimizer_result_", None) is None:
         return []
-    kernel = estimator.kernel_
+    return kernel_at_bounds(estimator.kernel_, atol)
+
+
+def kernel_at_bounds(kernel, atol=1e-6):
+    """Names of a kernel's free hyperparameters at one of their bounds."""
+    if not kernel.n_dims:
+        return []
     names = [h.name if h.n_elements == 1 else f"{h.name}[{k}]"
              for h in kernel.hyperparameters if not h.fixed
              for k in range(h.n_elements)]

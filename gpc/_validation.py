@@ -76,6 +76,8 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     ------
     ValueError
         If ``K`` is not a finite, square, symmetric 2-D array.
+    NotPositiveDefiniteError
+        If its diagonal (the prior variances) holds a negative entry.
     """
     K = np.asarray(K)
     if K.dtype.kind not in "fiub":
@@ -88,6 +90,12 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
         raise ValueError(f"{name} contains NaN or infinity.")
     if asym > symmetry_tol * max(scale, 1e-300):
         raise ValueError(f"{name} must be symmetric.")
+    diagonal = np.diagonal(K)
+    if (diagonal < 0).any():
+        i = int(np.argmin(diagonal))
+        raise NotPositiveDefiniteError(
+            f"{name} is not positive semi-definite: its diagonal, the prior "
+            f"variances, holds {name}[{i}, {i}] = {diagonal[i]:g}.")
     return fortran_view(K)
 
 

@@ -1,7 +1,6 @@
 """scikit-learn compatible Gaussian process classifiers."""
 
 import copy
-import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, BaseEstimator
@@ -11,8 +10,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._binary import (_DEFAULT_METHOD, _TIE_TOL, _BinaryGaussianProcessClassifier,
-                      _at_bounds, _is_online, classes_from_proba)
+from ._binary import (_DEFAULT_METHOD, _BinaryGaussianProcessClassifier, _at_bounds,
+                      _is_online, classes_from_proba, warn_if_all_tied)
 from ._multinomial import _MultinomialGaussianProcessClassifier
 
 
@@ -398,24 +397,11 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         return proba
 
     def _warn_if_all_tied(self, proba):
-        """Warn when every row of ``proba`` (two or more) has its classes tied."""
-        if proba.shape[0] < 2:
-            return
-        top2 = np.sort(proba, axis=1)[:, -2:]
-        if np.any(top2[:, 1] - top2[:, 0] > _TIE_TOL):
-            return
+        """Warn when every input's classes are tied (see ``warn_if_all_tied``)."""
         estimators = ([self.base_estimator_] if self.n_classes_ == 2 or self._multinomial()
                       else self.base_estimator_.estimators_)
-        at_bounds = sorted({name for e in estimators for name in _at_bounds(e)})
-        where = (f"; evidence maximisation ended at the bounds of {at_bounds}"
-                 if at_bounds else "")
-        warnings.warn(
-            f"All {proba.shape[0]} inputs get tied class probabilities (to within "
-            f"{_TIE_TOL:g}), so the model predicts nothing for them and predict's "
-            f"classes follow from ties{where}. The kernel gives these inputs no "
-            "covariance with the training data: scale the inputs (e.g. "
-            "sklearn.preprocessing.StandardScaler) or widen the bounds.",
-            UserWarning, stacklevel=3)
+        warn_if_all_tied(proba, {name for e in estimators for name in _at_bounds(e)},
+                         stacklevel=3)
 
     @property
     def kernel_(self):

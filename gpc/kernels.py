@@ -61,7 +61,7 @@ from sklearn.gaussian_process.kernels import Hyperparameter
 
 from ._kern import sym_stationary, weighted_sqdist_sum
 from ._linalg import gram, matmul
-from ._validation import as_kernel_matrix, fortran_view
+from ._validation import NotPositiveDefiniteError, as_kernel_matrix, fortran_view
 
 __all__ = [
     "Kernel",
@@ -1698,12 +1698,13 @@ def kernel_matrix(kernel, X, error=ValueError):
     """``kernel(X)`` (by :func:`covariance_matrix`) checked by
     :func:`gpc._validation.as_kernel_matrix` (a Fortran float64 array), unless it
     is finite and symmetric by construction; a failed check raises ``error`` with
-    its message, naming the kernel."""
+    its message, naming the kernel (a NotPositiveDefiniteError stays one)."""
     try:
         K, exact = _covariance_matrix(kernel, X)
         return fortran_view(K) if exact else as_kernel_matrix(K)
     except ValueError as exc:
-        raise error(f"The kernel {kernel!r}: {exc}") from None
+        kind = type(exc) if isinstance(exc, NotPositiveDefiniteError) else error
+        raise kind(f"The kernel {kernel!r}: {exc}") from None
 
 
 def cross_covariance_chunks(kernel, X, Z, chunk_size):

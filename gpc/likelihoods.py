@@ -108,6 +108,11 @@ def _labels(y):
     return y
 
 
+# The largest regression target accepted: the evidence sums squares of targets
+# over the data divided by noise variances, 1e200 with room to spare for both.
+_TARGET_MAX = 1e100
+
+
 def _real_targets(y):
     """Elementwise regression targets: any real numbers (NaN propagates)."""
     y = np.asarray(y)
@@ -276,7 +281,7 @@ class Likelihood:
         """Validate training targets and return them as a contiguous float64 array.
 
         Classification likelihoods accept exactly the labels -1 and +1; the
-        regression likelihood :class:`Gaussian` accepts any finite real numbers.
+        regression likelihoods accept finite real numbers up to 1e100 in size.
 
         Parameters
         ----------
@@ -331,6 +336,12 @@ class Likelihood:
             if bad.any():
                 raise ValueError(f"y must contain finite real numbers (found "
                                  f"{float(y[bad][0])!r}).")
+            big = np.abs(y) > _TARGET_MAX
+            if big.any():
+                raise ValueError(
+                    f"y holds {float(y[big][0])!r}: regression targets beyond "
+                    f"{_TARGET_MAX:g} in size overflow float64 in the evidence (its "
+                    "sums of squares); scale them, e.g. to (y - mean) / std.")
         return y
 
     # --- computations ----------------------------------------------------------
@@ -729,7 +740,9 @@ class _ScalarParameter(Likelihood):
         lo, hi = self._bounds()
         if not lo <= value <= hi:
             raise ValueError(f"{name}={value!r} lies outside {name}_bounds="
-                             f"{getattr(self, name + '_bounds')!r}")
+                             f"{getattr(self, name + '_bounds')!r}: give bounds that "
+                             f"hold it (within {self._range_text}), or "
+                             f"{name}_bounds='fixed'")
 
     @property
     def params(self):
@@ -1217,6 +1230,11 @@ class Softmax(Likelihood):
         -------
         ndarray of shape (m, C)
             Rows summing to 1.
+
+        Raises
+        ------
+        ValueError
+            If the shapes disagree or a mean or covariance is not finite.
         """
         self._validate()
         mean = np.asarray(mean, dtype=np.float64)
@@ -1224,6 +1242,11 @@ class Softmax(Likelihood):
         m, C = mean.shape
         if cov.shape != (m, C, C):
             raise ValueError(f"cov must have shape {(m, C, C)}, got {cov.shape}.")
+        for name, a in (("mean", mean), ("cov", cov)):
+            bad = ~np.isfinite(a).reshape(m, -1).all(axis=1)
+            if bad.any():
+                raise ValueError(f"{name} is not finite for {int(bad.sum())} of the "
+                                 f"{m} points (the first: row {int(np.argmax(bad))}).")
         n_points = int(self.n_points or _default_points(C))
         return _softmax_rule(mean, cov, _normal_points(C - 1, n_points))
 

@@ -71,6 +71,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _sparse
 from ._linalg import cho_solve, lower_cholesky, solve_lower
 from ._validation import check_integer, check_real, symmetric_from_lower
+from ._binary import kernel_at_bounds, warn_if_all_tied
 from .classifier import classes_from_proba
 from .inference._base import NumericalError, check_kernel_psd, with_jitter
 from .kernels import _gram, _matmul, as_kernel, contract, cross_covariance_chunks
@@ -1128,6 +1129,11 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         """Class probabilities, columns in the order of ``classes_`` (one-vs-rest
         probabilities normalised for more than two classes).
 
+        A :class:`UserWarning` says when every input gets tied class
+        probabilities, as :meth:`gpc.GaussianProcessClassifier.predict_proba`
+        does: the kernel gives them no covariance with the basis vectors
+        (typically inputs not scaled).
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -1141,7 +1147,10 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
             return self.one_vs_rest_.predict_proba(validate_data(self, X, reset=False))
         mean, var = self.latent_mean_and_variance(X)
         p1 = np.clip(self.likelihood_.predict(mean, var), 0.0, 1.0)
-        return np.column_stack([1.0 - p1, p1])
+        proba = np.column_stack([1.0 - p1, p1])
+        learnt = self.optimizer is not None
+        warn_if_all_tied(proba, kernel_at_bounds(self.kernel_) if learnt else ())
+        return proba
 
     def predict(self, X):
         """The class of largest probability in :meth:`predict_proba`: with two

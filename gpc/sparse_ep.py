@@ -142,10 +142,14 @@ class _Prior:
         try:
             self.LK = lower_cholesky(K)
         except (LinAlgError, ValueError):
+            repeats = Z.shape[0] - np.unique(Z, axis=0).shape[0]
+            why = (f"the inducing inputs hold {repeats} repeated row(s)" if repeats
+                   else "the inducing inputs are too close for the kernel")
             raise NumericalError(
-                "sparse EP: K(Z, Z) is not positive definite at these "
-                "hyperparameters (raise jitter, or use fewer or more distant "
-                "inducing inputs).", "sparse_ep") from None
+                f"sparse EP: K(Z, Z) of the inducing inputs Z does not factorise at "
+                f"these hyperparameters with jitter={self.jitter:g}: {why}. Raise "
+                "jitter (the default is 1e-6), or give fewer or more distant "
+                "inducing inputs.", "sparse_ep") from None
 
     def cross(self, Xc):
         """K(X_chunk, Z), C-ordered B x M."""
@@ -548,6 +552,7 @@ class SparseEvidence:
         self.sites = None
         self.best = None            # (value, theta, result)
         self.history = []
+        self.failure = None         # the last evaluation's NumericalError
         self.t0 = time.perf_counter()
 
     @property
@@ -587,15 +592,20 @@ class SparseEvidence:
     def __call__(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
         kernel, likelihood = self.model(theta)
-        res = self._run(theta, kernel, likelihood, True)
+        try:
+            res = self._run(theta, kernel, likelihood, True)
+        except NumericalError as exc:
+            self.failure = exc              # for the message if every one fails
+            raise
         n = self.data.n
         grad = self.params.gradient(res.grad, res.dlik, likelihood) / n
         if self.learn_inducing:
             grad = np.concatenate([grad, res.dZ.ravel() / n])
         value = res.log_evidence / n
         if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-            raise NumericalError("sparse EP: non-finite evidence or gradient.",
-                                 "sparse_ep")
+            self.failure = NumericalError("sparse EP: non-finite evidence or "
+                                          "gradient.", "sparse_ep")
+            raise self.failure
         self.sites = res.sites
         self.history.append(res.log_evidence)
         if self.best is None or value > self.best[0]:
@@ -711,8 +721,8 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     if theta is None:
         if info["interrupted"]:
             raise KeyboardInterrupt
-        raise NumericalError("sparse EP: every evaluation of the evidence failed.",
-                             "sparse_ep")
+        raise NumericalError("sparse EP: every evaluation of the evidence failed; "
+                             f"the last: {objective.failure}", "sparse_ep")
     if learn_inducing and not moves_z:      # interrupted before Z's stage: Z as is
         theta = np.concatenate([theta, Z.ravel()])
     return theta, (result if done == 1.0 else None), info
