@@ -1197,12 +1197,12 @@ class Softmax(Likelihood):
                 y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
             raise ValueError("y must hold integer class labels 0 .. C - 1, got "
                              f"dtype {y.dtype}.")
-        labels = y.astype(np.int64)
         top = self.n_classes
-        if labels.size and (labels.min() < 0 or (top is not None and labels.max() >= top)):
+        # Checked in y's own type: a uint64 label of 2**63 or more would wrap.
+        if y.size and (y.min() < 0 or y.max() >= (2 ** 31 if top is None else top)):
             raise ValueError(f"y must hold labels 0 .. {'C' if top is None else top} - 1,"
-                             f" got {labels.min()} .. {labels.max()}.")
-        return labels
+                             f" got {int(y.min())} .. {int(y.max())}.")
+        return y.astype(np.int64)
 
     def log_lik(self, y, F):
         """``log p(y_i | f_i)`` for labels y (n,) and latent values F (C, n)."""

@@ -89,3 +89,11 @@ def test_the_sparse_classifier_warns_when_every_input_is_tied():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         fine.predict_proba(Xt / 1e8)
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.float64])
+def test_a_label_beyond_int64_is_named_as_it_is(dtype):
+    # A uint64 label of 2**63 + 5 wrapped to -9223372036854775803 in the message.
+    y = np.array([0, 1, 2 ** 63 + 5], dtype=dtype)
+    with pytest.raises(ValueError, match=r"labels 0 .. C - 1, got 0 .. 92233720368547758"):
+        gpc.infer(np.eye(3), y, likelihood="softmax")
