@@ -477,8 +477,11 @@ def _warn_if_unfinished(opt):
     """Warn when the sparse model's evidence maximisation (its ``info``) was
     interrupted or ended above its gradient tolerance."""
     if opt["interrupted"]:
+        rows = opt.get("result_rows")
+        on = "" if rows is None else (f": their EP fit (site changes below "
+                                      f"1e-4) on {rows} rows of the data")
         warnings.warn("sparse GP: fit interrupted; the model is fitted with "
-                      "the best hyperparameters evaluated so far.",
+                      f"the best hyperparameters evaluated so far{on}.",
                       RuntimeWarning, stacklevel=4)
     elif opt.get("stationary") is False:
         warnings.warn(
@@ -693,17 +696,20 @@ class _SparseGP(BaseEstimator):
             theta, res, opt = maximize_sparse_evidence(
                 kernel, likelihood, data, Z, distance=self._median_distance(data),
                 verbose=self.verbose, **learning, **options)
-        final = SparseEvidence(kernel, likelihood, data, None, Z, **learning, **options)
+        final = SparseEvidence(kernel, likelihood, data, None, Z, **learning,
+                               verbose=self.verbose, **options)
         learnt = theta is not None
         theta = final.theta if theta is None else theta
         kernel, likelihood = final.model(theta)
         Z = final.inducing_inputs(theta)
         if learnt and kernel.n_dims:
             kernel._check_bounds_params()        # scikit-learn's warning at a bound
-        if res is None or res.info["max_change"] >= self.tol:
+        if res is None or (res.info["max_change"] >= self.tol
+                           and not opt["interrupted"]):
             # EP at theta to tol: from the optimum's sites (the stages stop EP at
-            # 1e-4), or afresh when nothing was learnt or the whole data's stage
-            # was interrupted before its first evaluation.
+            # 1e-4), or afresh when nothing was learnt.  Interrupted, the fit
+            # keeps its last good state as it is: a pass over all the data can
+            # take many seconds.
             final.sites = None if res is None else res.sites
             try:
                 res = final.run(theta, compute_gradient=False)
@@ -940,8 +946,9 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         Seeds the choice of inducing inputs and the subsets of the stages.
     verbose : int, default=0
         Progress when > 0: ``"ep"`` prints one line per evidence evaluation (log
-        evidence, gradient norm, elapsed time), ``"online"`` the passes, sweeps
-        and EM iterations.
+        evidence, gradient norm, elapsed time; with 2, one per EP sweep too) and
+        one per sweep of the final EP on all the data, ``"online"`` the passes,
+        sweeps and EM iterations.
     n_jobs : int, default=None
         Parallel jobs (joblib) for the one-vs-rest classes of a multi-class
         problem; None means 1 unless in a ``joblib.parallel_config`` context.

@@ -374,17 +374,17 @@ def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
                                  shared=(prior_s,)))
         passes = 1
     info = {"iterations": 0, "converged": False, "max_change": np.inf, "n_skipped": 0}
-    last, max_damping = np.inf, float(damping)
+    last, max_damping, t0 = np.inf, float(damping), time.perf_counter()
     for it in range(max_iter):
         change, skipped = _sweep(data, lambda c, post: ex.submit(
             _pass_task, prior_s, post, likelihood, damping, True, False,
             data.X[c], data.y[c], feats[c], sites[c]), sites, own, M)
         passes += 1
         info.update(iterations=it + 1, max_change=change, n_skipped=skipped)
-        if verbose > 1:
+        if verbose:
             print(f"  [gpc sparse EP] sweep {it + 1}: largest site change "
-                  f"{change:.2e}, damping {damping:g}, {skipped} updates skipped",
-                  flush=True)
+                  f"{change:.2e}, damping {damping:g}, {skipped} updates skipped, "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
         if change < tol:
             info["converged"] = True
             break
@@ -446,7 +446,7 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
         With ``compute_gradient``, also return the gradient in Z (``dZ``); it
         needs a kernel of :func:`gpc.kernels.contract_inputs`.
     verbose : int, default=0
-        Print one line per sweep when > 1.
+        Print one line per sweep when > 0.
 
     Returns
     -------
@@ -581,19 +581,22 @@ class SparseEvidence:
         return self.params.theta.shape[0]
 
     def run(self, theta, compute_gradient=True):
-        """:func:`sparse_ep` at theta from the kept sites."""
-        return self._run(theta, *self.model(theta), compute_gradient)
+        """:func:`sparse_ep` at theta from the kept sites (a line per sweep
+        when verbose)."""
+        return self._run(theta, *self.model(theta), compute_gradient, self.verbose)
 
-    def _run(self, theta, kernel, likelihood, compute_gradient):
+    def _run(self, theta, kernel, likelihood, compute_gradient, verbose):
         return sparse_ep(kernel, likelihood, self.data, None, self.inducing_inputs(theta),
                          sites=self.sites, compute_gradient=compute_gradient,
-                         inducing_gradient=self.learn_inducing, **self.options)
+                         inducing_gradient=self.learn_inducing, verbose=verbose,
+                         **self.options)
 
     def __call__(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
         kernel, likelihood = self.model(theta)
         try:
-            res = self._run(theta, kernel, likelihood, True)
+            # A line per evaluation when verbose, per sweep too when > 1.
+            res = self._run(theta, kernel, likelihood, True, max(self.verbose - 1, 0))
         except NumericalError as exc:
             self.failure = exc              # for the message if every one fails
             raise
@@ -669,14 +672,16 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     theta : ndarray
         The best parameters found (``SparseEvidence.theta`` layout).
     result : SparseEPResult or None
-        The whole data's evaluation at theta (its sites per chunk, EP to
-        ``max(tol, 1e-4)``); None when the last stage never completed an
-        evaluation.
+        The evaluation at theta (its sites per chunk, EP to ``max(tol,
+        1e-4)``): on the whole data, or when interrupted on the subset of
+        ``info["result_rows"]`` rows of the last stage that completed one;
+        None when no stage did.
     info : dict
         ``interrupted`` (a KeyboardInterrupt stopped the optimisation; it is not
         re-raised, the best parameters so far are returned), ``stages`` (sizes;
         with ``learn_inducing`` the whole data's twice),
-        ``n_evaluations``, ``history`` (log evidence of every evaluation, per
+        ``result_rows`` (the rows of ``result``'s data), ``n_evaluations``,
+        ``history`` (log evidence of every evaluation, per
         stage), ``projected_gradient`` (the largest absolute one per example at
         the end of the last stage, None when it was interrupted), ``gtol`` and
         ``stationary`` (:func:`gpc.optimize.stationarity`'s verdict there).
@@ -685,6 +690,7 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     theta, sites, done, result, newton = None, None, None, None, None
     info = {"interrupted": False, "n_evaluations": 0, "history": [],
             "projected_gradient": None, "gtol": gtol, "stationary": None,
+            "result_rows": None,
             "stages": stage_sizes(n, Z.shape[0], smallest=smallest_stage)}
     if learn_inducing:
         info["stages"].append(n)
@@ -715,7 +721,7 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         if objective.best is not None:
             _, theta, result = objective.best
             sites = result.sites
-            done = stage.fraction
+            done, info["result_rows"] = stage.fraction, stage.n
         if info["interrupted"]:
             break
     if theta is None:
@@ -725,7 +731,7 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
                              f"the last: {objective.failure}", "sparse_ep")
     if learn_inducing and not moves_z:      # interrupted before Z's stage: Z as is
         theta = np.concatenate([theta, Z.ravel()])
-    return theta, (result if done == 1.0 else None), info
+    return theta, result, info
 
 
 def _per_example(newton, n):

@@ -288,6 +288,47 @@ def test_interrupted_fit_keeps_the_best_hyperparameters(monkeypatch, capsys):
     assert out.count("evaluation") == 4 and "|gradient|" in out
 
 
+def test_verbose_reports_the_sweeps_of_a_fit_with_a_fixed_kernel(capsys):
+    # The default (fixed) kernel learns nothing: a long fit is one EP on all
+    # the data, which printed nothing at verbose=1.
+    X, y = _data(3000, 2, 12)
+    gpc.SparseGPClassifier(max_basis=20, verbose=1, random_state=0).fit(X, y)
+    out = capsys.readouterr().out
+    assert out.count("[gpc sparse EP] sweep") >= 2 and "largest site change" in out
+
+
+@pytest.mark.parametrize("n, subset", [(12000, True), (9000, False)])
+def test_an_interrupt_makes_no_further_pass_over_the_data(monkeypatch, n, subset):
+    # Ctrl-C used to be followed by EP to tol on the whole data from the best
+    # evaluation, 15 s at n = 200,000: the fit now keeps the evaluation as it
+    # is, from a subset's stage (at n = 12000, before the whole data's) or the
+    # whole data's (at n = 9000, the only stage).
+    X, y = _data(n, 2, 11)
+    original = gpc.sparse_ep.SparseEvidence.__call__
+    calls = {"n": 0}
+
+    def interrupted(self, theta):
+        if (self.data.n < n) == subset:
+            calls["n"] += 1
+            if calls["n"] > 2:
+                raise KeyboardInterrupt
+        return original(self, theta)
+
+    def no_run(self, *args, **kwargs):
+        raise AssertionError("a pass over the data after the interrupt")
+
+    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "__call__", interrupted)
+    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "run", no_run)
+    clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), max_basis=20,
+                                 random_state=0)
+    rows = r"\d+" if subset else str(n)
+    with pytest.warns(RuntimeWarning, match=f"interrupted.* on {rows} rows"):
+        clf.fit(X, y)
+    assert clf.inference_info_["interrupted"]
+    assert len(clf.inference_info_["stages"]) == (2 if subset else 1)
+    assert clf.score(X, y) > 0.8
+
+
 @pytest.mark.parametrize("allowed", [0, 3])
 def test_interrupted_inducing_stage_keeps_a_consistent_model(monkeypatch, allowed):
     """Ctrl-C in the stage that moves the inducing inputs (before its first
