@@ -130,7 +130,8 @@ def run(args, argv=None):
              for f in range(args.folds)]
     scores = run_tasks(fold_score, tasks, jobs=args.jobs, checkpoint=args.checkpoint,
                        describe=lambda s: (f"log loss {s['log_loss']:.4f}"
-                                           if "log_loss" in s else s["refused"]))
+                                           if "log_loss" in s
+                                           else "refused (the table says why)"))
     by = dict(zip(tasks, scores))
     lines = ["# Every pair's cross-validated log loss beside EP's", "",
              f"{args.folds}-fold stratified cross-validation (shuffled, seed 0); the "
@@ -167,7 +168,7 @@ def _row(pair, folds, ref):
     method, updates, lik = pair
     bad = [s["refused"] for s in folds if "log_loss" not in s]
     if bad:
-        return (f"| {method} | {updates or ''} | {lik} | refused: {bad[0][:120]} "
+        return (f"| {method} | {updates or ''} | {lik} | refused: {bad[0]} "
                 "| | | | |"), None
     loss = np.mean([s["log_loss"] for s in folds])
     ratio = loss / np.mean([s["log_loss"] for s in ref])
