@@ -127,7 +127,8 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
                     else "a moment of its predictive distribution is not finite")
             raise NumericalError(
                 f"ADF: example {int(idx[n_done])} (sweep {sweep + 1}): {what}; the "
-                "kernel matrix is probably badly scaled.", "adf")
+                "kernel matrix is badly scaled or not positive semi-definite (which "
+                "gpc.infer checks unless check_psd=False).", "adf")
         sums.append(float(total))
         log_pred.append(logz)
     # C holds its lower triangle: make it symmetric for prediction and the state.

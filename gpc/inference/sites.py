@@ -127,8 +127,9 @@ class _Runner:
             return None
         if out.status == _site_loop.STATUS_NONFINITE:
             raise NumericalError(f"{self.name}: a non-finite site parameter appeared "
-                                 "(the kernel matrix is probably badly scaled).",
-                                 self.name.lower())
+                                 "(the kernel matrix is badly scaled or not positive "
+                                 "semi-definite, which gpc.infer checks unless "
+                                 "check_psd=False).", self.name.lower())
         return Fit(K, tau, nu, L, b, S, mu, var, Binv, out)
 
 
