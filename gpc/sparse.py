@@ -749,6 +749,7 @@ class _SparseGP(BaseEstimator):
         progress = _EMProgress(n_em, [], time.perf_counter(), self.verbose)
         model = _EMModel(kernel, likelihood, *self._e_step(kernel, likelihood, X, y))
         progress.record(0, model)
+        n_taken = 0
         for it in range(1, n_em + 1):
             proposal = self._m_step(kernel=model.kernel, likelihood=model.likelihood,
                                     state=model.state, y=y, ep=model.ep,
@@ -756,18 +757,20 @@ class _SparseGP(BaseEstimator):
             better = self._em_step(model, proposal, X, y, it, progress)
             if better is None:
                 break
-            model = better
-        self._set_fitted(model.kernel, model.likelihood, model.state, model.info,
-                         progress.history)
+            model, n_taken = better, it
+        self._set_fitted(model.kernel, model.likelihood, model.state,
+                         dict(model.info, n_em=n_taken), progress.history)
         return self
 
     def _em_step(self, model, proposal, X, y, it, progress):
         """The E-step at the M-step's ``proposal`` (kernel, likelihood), or at
         points halfway back towards ``model``'s hyperparameters while the log
         evidence is not higher (``_EM_HALVINGS`` times at most): the first model
-        that is higher, else None (with a warning).  Csato's M-step
-        maximises the basis vectors' expected log prior, not the evidence; with
-        few basis vectors it can lower the evidence at every step."""
+        that is higher, else None: EM has converged as far as its M-step can
+        take it, and a warning says so when not one step was taken.  Csato's
+        M-step maximises the basis vectors' expected log prior, not the
+        evidence; with few basis vectors it can lower the evidence at every
+        step."""
         start = model.info["log_evidence"]
         for _ in range(_EM_HALVINGS + 1):
             trial = _EMModel(*proposal, *self._e_step(*proposal, X, y))
@@ -775,13 +778,14 @@ class _SparseGP(BaseEstimator):
             if trial.info["log_evidence"] > start:
                 return trial
             proposal = _halfway((model.kernel, model.likelihood), proposal)
-        warnings.warn(
-            f"sparse GP: EM stopped at iteration {it}: its M-step, and "
-            f"{_EM_HALVINGS} steps back towards the hyperparameters before it, "
-            f"lowered the log evidence {start:.6g}; the model keeps the best "
-            "E-step's hyperparameters. With more basis vectors (max_basis) the "
-            "M-step follows the evidence more closely; method='ep' maximises the "
-            "evidence itself.", ConvergenceWarning, stacklevel=4)
+        if it == 1:
+            warnings.warn(
+                "sparse GP: EM learnt nothing: its first M-step, and "
+                f"{_EM_HALVINGS} steps back towards the start, lowered the log "
+                f"evidence {start:.6g}, so the model keeps the starting "
+                "hyperparameters. With more basis vectors (max_basis) the M-step "
+                "follows the evidence more closely; method='ep' maximises the "
+                "evidence itself.", ConvergenceWarning, stacklevel=4)
         return None
 
     def _set_fitted(self, kernel, likelihood, state, info, history, factors=None):
@@ -939,7 +943,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         ``"online"``: EM iterations (each E-step is a fresh online pass plus the
         EP sweeps).  An M-step that lowers the log evidence is cut back halfway
         towards the previous hyperparameters, up to three times; when none of
-        those raises it, EM stops with a warning and keeps the best model.
+        those raises it, EM stops there (with a warning if it took no step).
     chunk_size : int, default=512
         Examples per block of kernel evaluations (``"ep"`` uses at least 2048).
     random_state : int, RandomState or None, default=None
@@ -972,7 +976,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
     evidence_history_ : list of float
         ``"ep"``: the log evidence of every optimiser evaluation on the whole
         data; ``"online"``: that of every E-step, the cut-back ones included
-        (the fitted model is the last that raised it).
+        (the fitted model is the last that raised it; ``inference_info_``'s
+        ``n_em`` counts the EM steps taken).
     inference_info_ : dict
     n_features_in_ : int
 
