@@ -50,6 +50,20 @@ def test_a_regression_target_too_large_for_float64_is_named():
                                  tol=1e-6).log_evidence)
 
 
+@pytest.mark.parametrize("method", ["ep", "online"])
+def test_the_sparse_regressor_refuses_targets_too_large_too(method):
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 1)
+    y = np.sin(X[:, 0])
+    y[7] = 1e200
+    reg = gpc.SparseGPRegressor(RBF(1.0), method=method, max_basis=10)
+    with pytest.raises(ValueError, match="y holds 1e.200.*scale them"):
+        reg.fit(X, y)
+    reg.fit(X, np.sin(X[:, 0]))
+    with pytest.raises(ValueError, match="y holds 1e.200"):
+        reg.set_params(method="online").partial_fit(X, y)
+
+
 def test_a_negative_prior_variance_is_refused_without_the_psd_check():
     # EP with check_psd=False on K - 3 I returned log evidence 0.0 with a
     # RuntimeWarning; the diagonal is checked whatever check_psd says.
