@@ -12,7 +12,10 @@ written once:
 
 Random nested subsets (the stages of evidence maximisation) draw one uniform key
 per row, kept beside the chunk: the subset of fraction f is the rows with key < f,
-so a larger fraction's rows contain a smaller one's, in the same order.
+so a larger fraction's rows contain a smaller one's, in the same order.  A row's
+key depends only on the seed and its position in the data, not on the chunks
+(:func:`_keys`): the same data and seed give the same subsets, here or on
+workers, however they are chunked.
 """
 
 import operator
@@ -110,24 +113,41 @@ class ChunkedData:
     def from_arrays(cls, X, y, chunk_size, random_state=None):
         """Chunks of in-memory arrays (views, no copy)."""
         cuts = _cuts(X.shape[0], chunk_size)
-        sizes = [c.stop - c.start for c in cuts]
-        keys = [_keys(s, m) for s, m in zip(_seeds(random_state, len(cuts)), sizes)]
+        seed = _seed(random_state)
+        keys = [_keys(seed, c.start, c.stop - c.start) for c in cuts]
         return cls(Immediate(), [X[c] for c in cuts], [y[c] for c in cuts], keys,
-                   sizes, chunk_size=chunk_size)
+                   [c.stop - c.start for c in cuts], chunk_size=chunk_size)
 
     @classmethod
     def from_dask(cls, client, X, y, random_state=None):
         """The blocks of Dask arrays ``X`` (chunked by rows only) and ``y``, computed
-        and kept on the workers; the keys are drawn there too."""
+        and kept on the workers; the keys are drawn there too.
+
+        Parameters
+        ----------
+        client : distributed.Client
+        X : dask.array.Array of shape (n, n_features)
+        y : dask.array.Array of shape (n,)
+            With known chunk sizes; y is cut as X is.
+        random_state : int, RandomState or None
+            Seeds the rows' subset keys.
+
+        Returns
+        -------
+        ChunkedData
+            Chunks of no rows are left out: they add nothing to the fit.
+        """
         if len(X.chunks[1]) != 1:
             X = X.rechunk({1: -1})
         y = y.rechunk((X.chunks[0],))
         ex = DaskExecutor(client)
-        Xf = client.compute(list(X.to_delayed().ravel()))
-        yf = client.compute(list(y.to_delayed().ravel()))
-        keys = [ex.submit(_keys, s, int(size))
-                for s, size in zip(_seeds(random_state, len(Xf)), X.chunks[0])]
-        return cls(ex, Xf, yf, keys, X.chunks[0])
+        sizes = X.chunks[0]
+        starts = np.cumsum((0,) + sizes[:-1])
+        full = [i for i, size in enumerate(sizes) if size > 0]
+        Xf, yf = (client.compute(list(a.to_delayed().ravel()[full])) for a in (X, y))
+        seed = _seed(random_state)
+        keys = [ex.submit(_keys, seed, int(starts[i]), int(sizes[i])) for i in full]
+        return cls(ex, Xf, yf, keys, [sizes[i] for i in full])
 
     def subset(self, fraction):
         """The nested random subset of ``fraction`` of the full data's rows.
@@ -179,14 +199,18 @@ def _cuts(n, chunk_size):
     return [slice(i, min(i + chunk_size, n)) for i in range(0, n, chunk_size)]
 
 
-def _seeds(random_state, n_chunks):
-    """One seed per chunk: the same keys for the same chunks, here or on workers."""
-    return [int(s) for s in
-            check_random_state(random_state).randint(2 ** 31 - 1, size=n_chunks)]
+def _seed(random_state):
+    """The one seed of the rows' subset keys."""
+    return int(check_random_state(random_state).randint(2 ** 31 - 1))
 
 
-def _keys(seed, size):
-    return np.random.RandomState(seed).random_sample(size)
+def _keys(seed, start, size):
+    """The subset keys of rows ``start, ..., start + size - 1``: uniform draws of
+    one PCG64 stream, advanced to ``start``, so a row's key is the same whatever
+    chunk holds it."""
+    bits = np.random.PCG64(seed)
+    bits.advance(start)
+    return np.random.Generator(bits).random(size)
 
 
 def _count(keys, fraction):

@@ -7,6 +7,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import gpc
+from gpc._chunked import ChunkedData
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -113,6 +114,53 @@ def test_dask_input_refuses_what_it_cannot_do(client):
         _model(method="online").fit(X, y)
     with pytest.raises(ValueError, match="two classes"):
         _model().fit(X, y % 1 + da.arange(y.shape[0], chunks=ROWS) % 3)
+
+
+def _fixed(**kw):
+    """The default (fixed) kernel: no hyperparameters learnt, one EP fit."""
+    return gpc.SparseGPClassifier(max_basis=30, random_state=0, **kw)
+
+
+@pytest.fixture(scope="module")
+def large():
+    """20,000 rows, twice the subset that k-means++ runs on, and their fit in
+    this process."""
+    rng = np.random.RandomState(1)
+    X = rng.randn(20000, 2)
+    y = (X[:, 0] * X[:, 1] + 0.3 * rng.randn(20000) > 0).astype(np.int64)
+    return X, y, _fixed().fit(X, y)
+
+
+def _assert_same_model(on_workers, local):
+    """The same inducing inputs, evidence and predictions.  EP's block-sequential
+    sweeps visit the chunks in turn, so other chunks take another path to the
+    same sites: the weights agree to EP's tolerance (1e-6), the evidence and
+    the predictions to 1e-8."""
+    np.testing.assert_array_equal(on_workers.basis_vectors_, local.basis_vectors_)
+    assert on_workers.log_marginal_likelihood_value_ == pytest.approx(
+        local.log_marginal_likelihood_value_, rel=0, abs=1e-8)
+    np.testing.assert_allclose(on_workers.alpha_, local.alpha_, rtol=0,
+                               atol=1e-6 * np.abs(local.alpha_).max())
+    Xs = np.random.RandomState(5).randn(50, local.n_features_in_)
+    np.testing.assert_allclose(on_workers.predict_proba(Xs), local.predict_proba(Xs),
+                               rtol=0, atol=1e-8)
+
+
+def test_dask_chunks_of_other_sizes_give_the_in_process_model(client, large):
+    # The random subsets (k-means++'s among them) hold the same rows however
+    # the data are chunked.
+    X, y, local = large
+    on_workers = _fixed().fit(da.from_array(X, chunks=(7000, 2)),
+                              da.from_array(y, chunks=7000))
+    _assert_same_model(on_workers, local)
+
+
+def test_dask_chunks_of_no_rows_are_skipped(client, large):
+    X, y, local = large
+    sizes = (0, 9000, 0, 11000)             # an empty first and middle chunk
+    Xd, yd = da.from_array(X, chunks=(sizes, 2)), da.from_array(y, chunks=(sizes,))
+    assert ChunkedData.from_dask(client, Xd, yd).sizes == [9000, 11000]
+    _assert_same_model(_fixed().fit(Xd, yd), local)
 
 
 def _arrays(obj):
