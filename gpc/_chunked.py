@@ -119,7 +119,7 @@ class ChunkedData:
                    [c.stop - c.start for c in cuts], chunk_size=chunk_size)
 
     @classmethod
-    def from_dask(cls, client, X, y, random_state=None):
+    def from_dask(cls, client, X, y, random_state=None, check=None):
         """The blocks of Dask arrays ``X`` (chunked by rows only) and ``y``, computed
         and kept on the workers; the keys are drawn there too.
 
@@ -131,6 +131,10 @@ class ChunkedData:
             With known chunk sizes; y is cut as X is.
         random_state : int, RandomState or None
             Seeds the rows' subset keys.
+        check : callable, optional
+            ``check(X_chunk, y_chunk)``, run on every chunk where it lives before
+            anything else; it refuses the data by raising (nothing but its
+            exception comes back).
 
         Returns
         -------
@@ -145,6 +149,8 @@ class ChunkedData:
         starts = np.cumsum((0,) + sizes[:-1])
         full = [i for i, size in enumerate(sizes) if size > 0]
         Xf, yf = (client.compute(list(a.to_delayed().ravel()[full])) for a in (X, y))
+        if check is not None:
+            ex.gather(ex.map(check, (), (Xf, yf)))
         seed = _seed(random_state)
         keys = [ex.submit(_keys, seed, int(starts[i]), int(sizes[i])) for i in full]
         return cls(ex, Xf, yf, keys, [sizes[i] for i in full])

@@ -50,6 +50,7 @@ residual ``gamma``.
 """
 
 import copy
+import functools
 import time
 import warnings
 from contextlib import contextmanager
@@ -65,7 +66,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.cluster import kmeans_plusplus
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import assert_all_finite, check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _sparse
@@ -510,6 +511,21 @@ def _dask_array(a):
     return a.to_dask_array(lengths=True) if hasattr(a, "to_dask_array") else a
 
 
+def _label_values(block):
+    """A block's distinct labels; float labels must be finite, as in memory."""
+    if block.dtype.kind == "f":
+        assert_all_finite(block, input_name="y")
+    return np.unique(block)
+
+
+def _check_chunk(estimator, likelihood, Xc, yc):
+    """Refuse a chunk (where it lives) of non-finite inputs or of targets that
+    ``likelihood`` does not take, with the in-memory fit's messages."""
+    assert_all_finite(Xc, input_name="X", estimator_name=estimator)
+    assert_all_finite(yc, input_name="y")
+    likelihood.check_targets(yc)
+
+
 class _SparseGP(BaseEstimator):
     """The estimator machinery shared by :class:`SparseGPClassifier` and
     :class:`SparseGPRegressor` (see :mod:`gpc.sparse`)."""
@@ -621,6 +637,7 @@ class _SparseGP(BaseEstimator):
         return kernel, likelihood
 
     def _fit(self, X, y):
+        self._check_params()[1].check_targets(y)
         if self.method == "online":
             return self._fit_online(X, y)
         return self._fit_ep(X, y)
@@ -653,7 +670,8 @@ class _SparseGP(BaseEstimator):
 
     def _fit_dask(self, X, y, encode):
         """Fit on Dask arrays: the chunks stay on the workers of the current
-        ``distributed`` client; ``encode`` maps a block of y to the targets."""
+        ``distributed`` client, where they are checked as the in-memory fit
+        checks its arrays; ``encode`` maps a block of y to the targets."""
         try:
             from distributed import get_client
             client = get_client()
@@ -669,8 +687,10 @@ class _SparseGP(BaseEstimator):
             raise ValueError(f"X must be 2-D and y 1-D with as many rows; got shapes "
                              f"{X.shape} and {y.shape}.")
         targets = y.map_blocks(encode, dtype=np.float64)
+        check = functools.partial(_check_chunk, type(self).__name__,
+                                  self._check_params()[1])
         data = ChunkedData.from_dask(client, X.astype(np.float64), targets,
-                                     self.random_state)
+                                     self.random_state, check)
         self.n_features_in_ = int(X.shape[1])
         self.__dict__.pop("feature_names_in_", None)
         if columns is not None and all(isinstance(c, str) for c in columns):
@@ -832,6 +852,7 @@ class _SparseGP(BaseEstimator):
             check_kernel_psd(kernel, X[:self.max_basis])
             state = SparseState(self.max_basis, X.shape[1])
             history = []
+        likelihood.check_targets(y)
         online_pass(kernel, likelihood, X, y, state, self.novelty_tol, self.chunk_size,
                     verbose=self.verbose)
         info = {"log_evidence": state.log_evidence, "n_seen": state.n_seen}
@@ -1079,7 +1100,7 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         """Binary fit on Dask arrays (the classes are the only values of y brought
         to the client)."""
         y = _dask_array(y)
-        classes = np.unique(np.asarray(y.map_blocks(np.unique).compute()))
+        classes = np.unique(np.asarray(y.map_blocks(_label_values).compute()))
         if classes.size != 2:
             raise ValueError(f"Dask arrays are fitted for two classes; y has "
                              f"{classes.size} ({classes}).")

@@ -131,6 +131,14 @@ def large():
     return X, y, _fixed().fit(X, y)
 
 
+def _small(seed=4):
+    """3,000 rows (k-means++ on all of them) as NumPy and as Dask arrays."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(3000, 2)
+    y = (X[:, 0] + 0.3 * rng.randn(3000) > 0).astype(np.int64)
+    return X, y, da.from_array(X, chunks=(1000, 2)), da.from_array(y, chunks=1000)
+
+
 def _assert_same_model(on_workers, local):
     """The same inducing inputs, evidence and predictions.  EP's block-sequential
     sweeps visit the chunks in turn, so other chunks take another path to the
@@ -161,6 +169,39 @@ def test_dask_chunks_of_no_rows_are_skipped(client, large):
     Xd, yd = da.from_array(X, chunks=(sizes, 2)), da.from_array(y, chunks=(sizes,))
     assert ChunkedData.from_dask(client, Xd, yd).sizes == [9000, 11000]
     _assert_same_model(_fixed().fit(Xd, yd), local)
+
+
+@pytest.mark.parametrize("bad, name", [(np.nan, "NaN"), (np.inf, "infinity")])
+def test_dask_non_finite_inputs_are_named_as_in_process(client, bad, name):
+    # One bad row of 30,000: k-means++ (on a third of them) may miss it, the
+    # check on the workers does not.
+    rng = np.random.RandomState(2)
+    X = rng.randn(30000, 2)
+    y = (X[:, 0] > 0).astype(np.int64)
+    X[29000, 1] = bad
+    with pytest.raises(ValueError) as local:
+        _fixed().fit(X, y)
+    with pytest.raises(ValueError, match=f"Input X contains {name}") as on_workers:
+        _fixed().fit(da.from_array(X, chunks=(7500, 2)), da.from_array(y, chunks=7500))
+    assert str(on_workers.value) == str(local.value)
+
+
+@pytest.mark.parametrize("estimator, bad", [("regressor", np.nan),
+                                            ("regressor", np.inf),
+                                            ("regressor", 1e300),
+                                            ("classifier", np.nan)])
+def test_dask_refuses_the_targets_refused_in_process(client, estimator, bad):
+    X, y, Xd, _ = _small()
+    y = X[:, 0].copy() if estimator == "regressor" else y.astype(float)
+    y[1234] = bad
+    model = (gpc.SparseGPRegressor(RBF(1.0), max_basis=10, optimizer=None)
+             if estimator == "regressor" else _fixed())
+    with pytest.raises(ValueError) as local:
+        model.fit(X, y)
+    with pytest.raises(ValueError) as on_workers:
+        model.fit(Xd, da.from_array(y, chunks=1000))
+    assert str(on_workers.value) == str(local.value)
+    assert not hasattr(model, "n_features_in_")
 
 
 def _arrays(obj):
