@@ -201,6 +201,50 @@ class ChunkedData:
         return self.executor.map(fn, tuple(shared), per_chunk)
 
 
+def dask_inputs(X, y):
+    """Data for :meth:`ChunkedData.from_dask`: X and y as Dask arrays of known
+    chunk sizes, and a DataFrame X's column names.
+
+    Parameters
+    ----------
+    X : Dask array or DataFrame, or array-like, of shape (n, n_features)
+    y : Dask array or Series, or array-like, of shape (n,)
+        At least one of them Dask's.  A DataFrame's or Series' partitions are its
+        chunks (their row counts computed where they live); a Dask array whose
+        chunk sizes are unknown (after boolean indexing, say) has them computed,
+        which runs its graph once more unless it was persisted; a NumPy side is
+        cut into the other side's chunks.
+
+    Returns
+    -------
+    X : dask.array.Array of shape (n, n_features)
+    y : dask.array.Array of shape (n,)
+    columns : Index or None
+    """
+    import dask.array as da
+
+    columns = getattr(X, "columns", None)
+    X, y = (_known_chunks(a) if type(a).__module__.startswith("dask.")
+            else np.asarray(a) for a in (X, y))
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be 2-D and y 1-D with as many rows; got shapes "
+                         f"{X.shape} and {y.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError("X and y have no rows: there is nothing to fit.")
+    if isinstance(X, np.ndarray):
+        X = da.from_array(X, chunks=(y.chunks[0], -1))
+    if isinstance(y, np.ndarray):
+        y = da.from_array(y, chunks=(X.chunks[0],))
+    return X, y, columns
+
+
+def _known_chunks(a):
+    """A Dask collection as a Dask array of known chunk sizes."""
+    if hasattr(a, "to_dask_array"):         # DataFrame, Series
+        return a.to_dask_array(lengths=True)
+    return a.compute_chunk_sizes() if np.isnan(a.shape).any() else a
+
+
 def _cuts(n, chunk_size):
     return [slice(i, min(i + chunk_size, n)) for i in range(0, n, chunk_size)]
 

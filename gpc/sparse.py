@@ -78,7 +78,7 @@ from .inference._base import NumericalError, check_kernel_psd, with_jitter
 from .kernels import _gram, _matmul, as_kernel, contract, cross_covariance_chunks
 from .likelihoods import get_likelihood
 from .optimize import maximize_evidence, median_distance
-from ._chunked import ChunkedData
+from ._chunked import ChunkedData, dask_inputs
 from .sparse_ep import SparseEvidence, _log_site_mass, maximize_sparse_evidence
 
 
@@ -505,12 +505,6 @@ def _is_dask(a):
     return type(a).__module__.startswith("dask.")
 
 
-def _dask_array(a):
-    """A Dask DataFrame's or Series' partitions as a Dask array (their row counts
-    are computed where they live); a Dask array as it is."""
-    return a.to_dask_array(lengths=True) if hasattr(a, "to_dask_array") else a
-
-
 def _label_values(block):
     """A block's distinct labels; float labels must be finite, as in memory."""
     if block.dtype.kind == "f":
@@ -668,10 +662,10 @@ class _SparseGP(BaseEstimator):
         ex = data.executor
         return ex.gather([ex.submit(_median_distance_of, *sample.X)])[0]
 
-    def _fit_dask(self, X, y, encode):
-        """Fit on Dask arrays: the chunks stay on the workers of the current
-        ``distributed`` client, where they are checked as the in-memory fit
-        checks its arrays; ``encode`` maps a block of y to the targets."""
+    def _fit_dask(self, X, y):
+        """Fit on Dask data (NumPy on one side is cut as the other): the chunks
+        stay on the workers of the current ``distributed`` client, where they are
+        checked as the in-memory fit checks its arrays."""
         try:
             from distributed import get_client
             client = get_client()
@@ -681,12 +675,8 @@ class _SparseGP(BaseEstimator):
                 from None
         if self.method != "ep":
             raise ValueError("Dask arrays are fitted with method='ep' only.")
-        columns = getattr(X, "columns", None)
-        X, y = _dask_array(X), _dask_array(y)
-        if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-            raise ValueError(f"X must be 2-D and y 1-D with as many rows; got shapes "
-                             f"{X.shape} and {y.shape}.")
-        targets = y.map_blocks(encode, dtype=np.float64)
+        X, y, columns = dask_inputs(X, y)
+        targets = y.map_blocks(self._dask_encoder(y), dtype=np.float64)
         check = functools.partial(_check_chunk, type(self).__name__,
                                   self._check_params()[1])
         data = ChunkedData.from_dask(client, X.astype(np.float64), targets,
@@ -696,6 +686,11 @@ class _SparseGP(BaseEstimator):
         if columns is not None and all(isinstance(c, str) for c in columns):
             self.feature_names_in_ = np.asarray(columns, dtype=object)
         return self._fit_ep(data, None)
+
+    def _dask_encoder(self, y):
+        """The map of a block of Dask targets ``y`` to the model's (float64 here;
+        the classifier's maps two classes to -1, +1)."""
+        return _as_float
 
     def _fit_ep(self, X, y):
         """Sparse EP on inducing inputs; hyperparameters by staged L-BFGS-B on its
@@ -1078,7 +1073,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         self
         """
         if _is_dask(X) or _is_dask(y):
-            return self._fit_dask_classes(X, y)
+            with self._atomic():
+                return self._fit_dask(X, y)
         with self._atomic():
             X, y = validate_data(self, X, y, y_numeric=False)
             check_classification_targets(y)
@@ -1096,19 +1092,15 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
             self._set_multiclass(ovr, classes)
         return self
 
-    def _fit_dask_classes(self, X, y):
-        """Binary fit on Dask arrays (the classes are the only values of y brought
-        to the client)."""
-        y = _dask_array(y)
+    def _dask_encoder(self, y):
+        """The map of a block of Dask labels ``y`` to -1, +1, from the two classes
+        (the only values of y brought to the client; kept as ``classes_``)."""
         classes = np.unique(np.asarray(y.map_blocks(_label_values).compute()))
         if classes.size != 2:
             raise ValueError(f"Dask arrays are fitted for two classes; y has "
                              f"{classes.size} ({classes}).")
-        with self._atomic():
-            self._fit_dask(X, y, lambda b: 2.0 * np.searchsorted(classes, b) - 1.0)
-        self.one_vs_rest_ = None
-        self.classes_ = classes
-        return self
+        self.one_vs_rest_, self.classes_ = None, classes
+        return lambda b: 2.0 * np.searchsorted(classes, b) - 1.0
 
     def partial_fit(self, X, y, classes=None):
         """Present more examples once each (online), hyperparameters kept.
@@ -1260,7 +1252,7 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
         """
         if _is_dask(X) or _is_dask(y):
             with self._atomic():
-                return self._fit_dask(X, y, _as_float)
+                return self._fit_dask(X, y)
         with self._atomic():
             X, y = validate_data(self, X, y, y_numeric=True)
             self._fit(X, self._targets(y))

@@ -204,6 +204,32 @@ def test_dask_refuses_the_targets_refused_in_process(client, estimator, bad):
     assert not hasattr(model, "n_features_in_")
 
 
+def test_dask_and_numpy_sides_mix(client):
+    X, y, Xd, yd = _small()
+    both = _fixed().fit(Xd, yd)
+    for inputs in ((Xd, y), (X, yd)):
+        assert _fixed().fit(*inputs).log_marginal_likelihood_value_ == pytest.approx(
+            both.log_marginal_likelihood_value_, rel=0, abs=1e-8)
+    reg = gpc.SparseGPRegressor(RBF(1.0), max_basis=10, optimizer=None, random_state=0)
+    assert reg.fit(Xd, X[:, 0]).log_marginal_likelihood_value_ == pytest.approx(
+        reg.fit(Xd, da.from_array(X[:, 0], chunks=1000)).log_marginal_likelihood_value_,
+        rel=0, abs=1e-8)
+    with pytest.raises(ValueError, match=r"as many rows; got shapes \(3000, 2\) and "
+                                         r"\(2999,\)"):
+        _fixed().fit(Xd, y[1:])
+
+
+def test_dask_chunks_of_unknown_size_are_counted(client):
+    X, y, Xd, yd = _small()
+    keep = Xd[:, 1] > 0
+    Xk, yk = Xd[keep], yd[keep]
+    assert np.isnan(Xk.shape[0])
+    on_workers = _fixed().fit(Xk, yk)
+    local = _fixed().fit(X[X[:, 1] > 0], y[X[:, 1] > 0])
+    assert on_workers.log_marginal_likelihood_value_ == pytest.approx(
+        local.log_marginal_likelihood_value_, rel=0, abs=1e-8)
+
+
 def _arrays(obj):
     """The numpy arrays inside a (nested) result."""
     if isinstance(obj, np.ndarray):
