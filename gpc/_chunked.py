@@ -19,6 +19,7 @@ workers, however they are chunked.
 """
 
 import operator
+from concurrent.futures import CancelledError
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -48,10 +49,19 @@ class Immediate:
 
 
 class DaskExecutor:
-    """Runs each task on a Dask ``distributed`` client's workers."""
+    """Runs each task on a Dask ``distributed`` client's workers.
+
+    Attributes
+    ----------
+    client : distributed.Client
+    workers : set of str
+        The workers' addresses when it was made: those missing when a result
+        is lost are named in the error.
+    """
 
     def __init__(self, client):
         self.client = client
+        self.workers = set(client.nthreads())
 
     def submit(self, fn, *args):
         return self.client.submit(fn, *args, pure=False)
@@ -63,7 +73,34 @@ class DaskExecutor:
         return self.client.submit(operator.getitem, future, i, pure=False)
 
     def gather(self, futures):
-        return self.client.gather(list(futures))
+        """The results, here.
+
+        Raises
+        ------
+        RuntimeError
+            When distributed cancelled them: their data, or that of a task they
+            need, went with a worker that left, and cannot be recomputed.
+        """
+        try:
+            return self.client.gather(list(futures))
+        except CancelledError as exc:
+            raise RuntimeError(self._lost(exc)) from exc
+
+    def _lost(self, cause):
+        """The message of a fit that lost data with a worker."""
+        try:
+            gone = sorted(self.workers - set(self.client.nthreads()))
+        except Exception:               # the scheduler itself may be gone
+            gone = []
+        who = (f"the Dask worker(s) {', '.join(gone)} left the cluster" if gone
+               else "a Dask worker was lost")
+        return (f"The fit lost data it keeps on the Dask workers: {who} during the "
+                "fit, holding chunks of the data or results derived from them that "
+                f"cannot be recomputed (distributed: {type(cause).__name__}: "
+                f"{cause}). The fit must be rerun: persist the data first "
+                "(X = X.persist(), y = y.persist()) so that the rerun does not "
+                "read it again, and if the worker ran out of memory, give the "
+                "workers more memory or cut the data into smaller chunks.")
 
     def share(self, value):
         """Send a value to every worker once (not with every task)."""

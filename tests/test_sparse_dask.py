@@ -1,13 +1,15 @@
 """Sparse EP on Dask arrays: the per-chunk work on the workers of a LocalCluster
 (worker processes), the same fit as in this process, and no data brought back."""
 
+import re
+
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import gpc
-from gpc._chunked import ChunkedData
+from gpc._chunked import ChunkedData, DaskExecutor
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -228,6 +230,30 @@ def test_dask_chunks_of_unknown_size_are_counted(client):
     local = _fixed().fit(X[X[:, 1] > 0], y[X[:, 1] > 0])
     assert on_workers.log_marginal_likelihood_value_ == pytest.approx(
         local.log_marginal_likelihood_value_, rel=0, abs=1e-8)
+
+
+def test_dask_fit_that_loses_a_worker_names_it(monkeypatch):
+    # A cluster of its own, of one worker (in this process), which leaves once
+    # the inducing-point prior is on it: the prior, scattered there, cannot be
+    # recomputed, and every pass of EP needs it.
+    X, y, Xd, yd = _small()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as own, own.as_current():
+        worker = next(iter(cluster.workers.values()))
+        address, share = worker.address, DaskExecutor.share
+
+        def share_and_lose_the_worker(self, value):
+            shared = share(self, value)
+            own.sync(worker.close)
+            return shared
+
+        monkeypatch.setattr(DaskExecutor, "share", share_and_lose_the_worker)
+        named = rf"worker\(s\) {re.escape(address)} left the cluster during the fit"
+        with pytest.raises(RuntimeError, match=named) as err:
+            _fixed().fit(Xd, yd)
+    assert "must be rerun" in str(err.value)
+    assert isinstance(err.value.__cause__, distributed.client.FutureCancelledError)
 
 
 def _arrays(obj):
