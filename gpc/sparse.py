@@ -1063,14 +1063,28 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         X : array-like, Dask array or Dask DataFrame of shape (n_samples, n_features)
             With Dask arrays (two classes, ``method="ep"``) the blocks are
             computed and kept by the workers of the current ``distributed``
-            client, which do the per-chunk work; only M x M statistics, the
+            client, which check them (finite inputs, the targets the in-memory
+            fit takes) and do the per-chunk work; only M x M statistics, the
             classes and the inducing inputs come to this process.  A Dask
-            DataFrame's partitions are its blocks.
+            DataFrame's partitions are its blocks; blocks of no rows are
+            skipped; unknown block sizes (after boolean indexing) are computed
+            first, which runs the array's graph once more unless it is
+            persisted.  With the same seed and fixed hyperparameters the model
+            is the in-memory fit's (to EP's tolerance), however the data are
+            cut into blocks.
         y : array-like, Dask array or Dask Series of shape (n_samples,)
+            One of X and y may be in memory: it is cut into the other's blocks.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        RuntimeError
+            With Dask data, when a worker that held some of them left the
+            cluster during the fit and distributed cannot recompute them: the
+            fit must be rerun.
         """
         if _is_dask(X) or _is_dask(y):
             with self._atomic():
@@ -1245,6 +1259,7 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
         X : array-like, Dask array or Dask DataFrame of shape (n_samples, n_features)
             Dask data stay on the workers (see :meth:`SparseGPClassifier.fit`).
         y : array-like, Dask array or Dask Series of shape (n_samples,)
+            Finite real targets, at most 1e100 in size.
 
         Returns
         -------
