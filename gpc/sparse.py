@@ -1270,14 +1270,8 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
                 return self._fit_dask(X, y)
         with self._atomic():
             X, y = validate_data(self, X, y, y_numeric=True)
-            self._fit(X, self._targets(y))
+            self._fit(X, np.asarray(y, dtype=np.float64))
         return self
-
-    def _targets(self, y):
-        """y checked by the likelihood (finite, at most 1e100 in size) as float64."""
-        likelihood = self.likelihood_ if hasattr(self, "_state") else \
-            self._check_params()[1]
-        return likelihood.check_targets(y)
 
     def partial_fit(self, X, y):
         """Present more examples once each (online), hyperparameters kept.
@@ -1294,7 +1288,7 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
         first = not hasattr(self, "_state")
         with self._atomic():
             X, y = validate_data(self, X, y, reset=first, y_numeric=True)
-            self._partial_fit(X, self._targets(y))
+            self._partial_fit(X, np.asarray(y, dtype=np.float64))
         return self
 
     def predict(self, X, return_std=False):
