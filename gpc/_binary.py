@@ -52,7 +52,8 @@ def classes_from_proba(classes, proba):
 def warn_if_all_tied(proba, at_bounds=(), stacklevel=3):
     """Warn when every row of ``proba`` (two or more) has its two largest class
     probabilities tied; ``at_bounds``: the learnt hyperparameters that ended
-    at a bound, named in the warning."""
+    at a bound, named in the warning; ``stacklevel``: as the caller would give
+    it to ``warnings.warn``."""
     if proba.shape[0] < 2:
         return
     top2 = np.sort(proba, axis=1)[:, -2:]

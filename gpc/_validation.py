@@ -77,7 +77,8 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     ValueError
         If ``K`` is not a finite, square, symmetric 2-D array.
     NotPositiveDefiniteError
-        If its diagonal (the prior variances) holds a negative entry.
+        If its diagonal (the prior variances) holds a negative entry beyond
+        rounding (1e-12 of K's largest magnitude).
     """
     K = np.asarray(K)
     if K.dtype.kind not in "fiub":
@@ -91,7 +92,7 @@ def as_kernel_matrix(K, name="K", symmetry_tol=1e-8):
     if asym > symmetry_tol * max(scale, 1e-300):
         raise ValueError(f"{name} must be symmetric.")
     diagonal = np.diagonal(K)
-    if (diagonal < 0).any():
+    if (diagonal < -1e-12 * scale).any():       # (rounding can leave -0-ish ones)
         i = int(np.argmin(diagonal))
         raise NotPositiveDefiniteError(
             f"{name} is not positive semi-definite: its diagonal, the prior "

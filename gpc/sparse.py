@@ -1188,7 +1188,8 @@ class SparseGPClassifier(ClassifierMixin, _SparseGP):
         p1 = np.clip(self.likelihood_.predict(mean, var), 0.0, 1.0)
         proba = np.column_stack([1.0 - p1, p1])
         learnt = self.optimizer is not None
-        warn_if_all_tied(proba, kernel_at_bounds(self.kernel_) if learnt else ())
+        warn_if_all_tied(proba, kernel_at_bounds(self.kernel_) if learnt else (),
+                         stacklevel=2)
         return proba
 
     def predict(self, X):
