@@ -306,6 +306,17 @@ def standardise(X_train, X_test):
     return (X_train - mean) / sd, (X_test - mean) / sd
 
 
+def _portable(arg):
+    """A command-line argument as a report shows it: an absolute path relative to
+    the repository when inside it, else its last component (another machine's
+    folders mean nothing to a reader)."""
+    if not os.path.isabs(arg):
+        return arg
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inside = os.path.commonpath([root, os.path.abspath(arg)]) == root
+    return os.path.relpath(arg, root) if inside else os.path.basename(arg)
+
+
 def footer(argv, t0, jobs=None):
     """The report's last lines: the date, the command, the machine and BLAS, the run
     time."""
@@ -316,8 +327,9 @@ def footer(argv, t0, jobs=None):
     argv = sys.argv if argv is None else argv
     script = "bench/" + os.path.basename(argv[0]) if argv else "?"
     par = f" {jobs} joblib worker(s), 1 BLAS thread each;" if jobs and jobs > 1 else ""
+    args = [_portable(a) for a in argv[1:]]
     return ["", f"{datetime.date.today().isoformat()}. Command: "
-            f"`python {' '.join([script] + list(argv[1:]))}`  ",
+            f"`python {' '.join([script] + args)}`  ",
             machine_line() + f"{par} {time.perf_counter() - t0:.0f} s in all.", ""]
 
 
