@@ -12,9 +12,8 @@ and the line search of More & Thuente (1994) with L-BFGS-B's constants.
 The numeric steps are compiled (``gpc._lbfgsb_steps``): the limited-memory
 matrix and its update, the generalised Cauchy point, the subspace step with its
 projection, and the products, trial points and norms of the driver.  They are C
-loops in the calling thread; their one BLAS routine is ``ddot`` on vectors of
-at most 4096 entries (OpenBLAS shares it out from 10000), longer ones being
-plain loops, and their 2m x 2m systems (m = 10 correction pairs by default) are
+loops in the calling thread; their one BLAS routine is ``ddot`` on pieces of at
+most 4096 entries (OpenBLAS shares it out from 10000), and their 2m x 2m systems (m = 10 correction pairs by default) are
 solved by an LU factorisation written out in C rather than by LAPACK.  This
 module keeps the driver, the scalar logic of the line search and the stopping
 tests.

@@ -17,9 +17,9 @@
 from cython cimport floating
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
-from scipy.linalg.cython_blas cimport (dgemm, dgemv, dsymm, dsymv, dsyrk, dtrmm,
-                                      dtrmv, dtrsm, dtrsv, sgemm, sgemv, ssymv,
-                                      ssyrk)
+from scipy.linalg.cython_blas cimport (ddot, dgemm, dgemv, dsymm, dsymv, dsyrk,
+                                      dtrmm, dtrmv, dtrsm, dtrsv, sgemm, sgemv,
+                                      ssymv, ssyrk)
 from scipy.linalg.cython_lapack cimport (dlauu2, dlauum, dpotf2, dpotrf, dpotrs,
                                          dtrti2, dtrtri, slauu2, slauum, spotf2,
                                          spotrf, strti2, strtri)
@@ -50,6 +50,26 @@ cdef inline int sync_threads(Py_ssize_t n) except -1:
         cap, blas = limits()
         gpc_set_threads(cap, blas)
     return 0
+
+
+cdef enum:
+    # Level-1 calls are made on at most this many entries: OpenBLAS runs ddot
+    # and daxpy of up to 10,000 in the calling thread and shares longer ones out.
+    VEC = 4096
+
+
+cdef inline double dot_here(Py_ssize_t n, const double* x,
+                            const double* y) noexcept nogil:
+    """x' y by ddot on pieces of at most VEC entries, in the calling thread."""
+    cdef int one = 1, h
+    cdef double s = 0.0
+    while n > 0:
+        h = VEC if n > VEC else <int> n
+        s += ddot(&h, <double*> x, &one, <double*> y, &one)
+        x += h
+        y += h
+        n -= h
+    return s
 
 
 cdef enum:

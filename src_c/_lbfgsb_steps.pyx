@@ -1,7 +1,7 @@
 # The numeric steps of gpc._lbfgsb's L-BFGS-B: the limited-memory matrix and its
 # update, the generalised Cauchy point, the subspace step and its projection, as
-# plain C loops in the calling thread.  The one BLAS routine is ddot on vectors of
-# at most BLAS_MAX entries, which OpenBLAS runs in the calling thread.  The 2k x 2k
+# plain C loops in the calling thread.  The one BLAS routine is ddot, on pieces of
+# at most 4096 entries (_blas's dot_here), which OpenBLAS runs there.  The 2k x 2k
 # systems (k <= maxcor pairs) are solved by the LU factorisation written out here,
 # which stays in the calling thread for any maxcor (OpenBLAS shares LAPACK's LU
 # out from 10000 entries, maxcor 50).
@@ -16,13 +16,7 @@ from libc.float cimport DBL_EPSILON
 from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport calloc, free, qsort
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport ddot
-
-
-cdef enum:
-    # Up to this many entries OpenBLAS runs ddot in the calling thread (it shares
-    # it out from 10000); longer vectors go to a plain loop.
-    BLAS_MAX = 4096
+from _blas cimport dot_here
 
 
 cdef struct Break:
@@ -65,14 +59,7 @@ cdef struct Pairs:
 
 cdef inline double _dot(Py_ssize_t n, const double* a, const double* b) noexcept nogil:
     """a' b without BLAS threads."""
-    cdef int m = <int> n, one = 1
-    cdef double s = 0.0
-    cdef Py_ssize_t i
-    if n <= BLAS_MAX:
-        return ddot(&m, <double*> a, &one, <double*> b, &one)
-    for i in range(n):
-        s += a[i] * b[i]
-    return s
+    return dot_here(n, a, b)
 
 
 cdef inline void _matvec(int m, const double* a, const double* x,

@@ -44,8 +44,8 @@ from libc.math cimport fabs, isfinite, INFINITY
 from libc.stdlib cimport malloc, free
 
 from libc.math cimport sqrt
-from scipy.linalg.cython_blas cimport daxpy, ddot, dtrsv
-from _blas cimport symv_panels
+from scipy.linalg.cython_blas cimport daxpy, dtrsv
+from _blas cimport VEC, dot_here, symv_panels
 from _lik cimport Quad, lik_gauss_moments, lik_n_params
 from _signals cimport SIGNAL_BLOCK, check_signals
 
@@ -79,14 +79,9 @@ cdef inline double _sym(const double* M, int a, int b, int ld) noexcept nogil:
 
 # The updates run one example at a time on matrices of the BV set's size, in the
 # calling thread: symv in panels (symv_panels), the rank-one and rank-two updates
-# and the dot products as daxpy and ddot calls on at most VEC entries (OpenBLAS
-# threads dsymv, dsyr and ddot of large orders, and a busy machine's spinning
-# workers cost each call milliseconds; it runs daxpy and ddot of up to 10,000
-# entries in the calling thread).
-cdef enum:
-    VEC = 4096
-
-
+# and the dot products as daxpy and ddot calls on at most VEC entries (_blas's
+# dot_here; OpenBLAS threads dsymv, dsyr and ddot of large orders, and a busy
+# machine's spinning workers cost each call milliseconds).
 cdef inline void _symv(const double* M, int d, int ld, const double* x,
                        double* out) noexcept nogil:
     if d > 0:
@@ -122,15 +117,7 @@ cdef inline void _syr(double* M, int d, int ld, double a, const double* x) noexc
 
 
 cdef inline double _dot(const double* x, const double* y, int d) noexcept nogil:
-    cdef int one = 1, h
-    cdef double s = 0.0
-    while d > 0:
-        h = VEC if d > VEC else d
-        s += ddot(&h, <double*> x, &one, <double*> y, &one)
-        x += h
-        y += h
-        d -= h
-    return s
+    return dot_here(d, x, y)
 
 
 cdef inline void _trsv(const double* L, int d, int ld, double* x,
