@@ -70,7 +70,7 @@ from sklearn.utils import assert_all_finite, check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _sparse
-from ._linalg import cho_solve, lower_cholesky, solve_lower
+from ._linalg import cho_solve, factor_inverse, lower_cholesky, solve_lower
 from ._validation import check_integer, check_real, symmetric_from_lower
 from ._binary import kernel_at_bounds, warn_if_all_tied
 from .classifier import classes_from_proba
@@ -127,7 +127,7 @@ class SparseState:
         from the Cholesky factor)."""
         d = self.d
         L = np.tril(self.L[:d, :d])
-        Q = cho_solve(L, np.eye(d)) if d else np.zeros((0, 0))
+        Q = factor_inverse(L)
         return (*self.weights(), Q)
 
     def copy(self):
@@ -369,8 +369,8 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
     if made:
         K, LK, LA, a, _ = post
         state.alpha[:d] = a
-        Q = cho_solve(LK, np.eye(d))
-        _store_full(state.C, cho_solve(LA, np.eye(d)) - Q)
+        Q = factor_inverse(LK)
+        _store_full(state.C, factor_inverse(LA) - Q)
     return {"log_evidence": log_ev, "n_sweeps": made, "converged": converged,
             "n_skipped": skipped, "max_change": change, "cavity_mean": c_mean,
             "cavity_var": c_var}
@@ -400,7 +400,7 @@ def bv_prior_em(K_bv, S):
             return None
 
     L, _ = with_jitter(K_bv, factor, "K(BV, BV)")
-    Kinv = cho_solve(L, np.eye(K_bv.shape[0]))
+    Kinv = factor_inverse(L)
     KS = Kinv @ S
     value = -np.sum(np.log(np.diag(L))) - 0.5 * np.trace(KS)
     return value, 0.5 * (KS @ Kinv - Kinv)

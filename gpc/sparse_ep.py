@@ -72,7 +72,7 @@ import numpy as np
 from scipy.linalg import LinAlgError
 
 from ._chunked import ChunkedData
-from ._linalg import cho_solve, lower_cholesky, solve_lower
+from ._linalg import cho_solve, factor_inverse, lower_cholesky, solve_lower
 from ._validation import symmetric_from_lower
 from .kernels import (_gram, _matmul, as_kernel, contract, contract_cross,
                       contract_diag, contract_inputs, cross_covariance)
@@ -189,7 +189,7 @@ class _Posterior:
     def inverse_minus_identity(self):
         """``Sigma^{-1} - I`` (computed once; the gradient and C both use it)."""
         if "_inv_minus_eye" not in self.__dict__:
-            S = cho_solve(self.LS, np.eye(self.LS.shape[0]))
+            S = factor_inverse(self.LS)
             S[np.diag_indices_from(S)] -= 1.0
             self._inv_minus_eye = S
         return self._inv_minus_eye

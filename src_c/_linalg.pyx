@@ -176,6 +176,32 @@ def lower_cholesky(A):
     return L
 
 
+def factor_inverse(L):
+    """``(L L')^{-1}`` of a lower Cholesky factor L, as a new symmetric
+    Fortran-ordered array (L is not overwritten): one planned potri, a third of
+    the work of solving against the identity.
+
+    Raises
+    ------
+    LinAlgError
+        If L has a zero diagonal entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import factor_inverse
+    >>> factor_inverse(np.array([[2.0, 0.0], [1.0, 2.0]])) @ [[4.0, 2.0], [2.0, 5.0]]
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    A = np.array(L, dtype=np.float64, order="F", copy=True)
+    if A.shape[0] and cho_inverse(A) != 0:
+        raise np.linalg.LinAlgError("factor_inverse: the factor is singular.")
+    A = np.tril(A)
+    A += np.tril(A, -1).T
+    return np.asfortranarray(A)
+
+
 def cho_inverse(double[::1, :] L):
     """Overwrite the lower triangle of L, a lower Cholesky factor (Fortran
     order), with that of ``(L L')^{-1}`` (LAPACK's potri); returns LAPACK's info

@@ -606,8 +606,11 @@ def test_planned_factorisations_and_solves_are_lapacks():
                 assert _linalg.cholesky(F) == 0
                 np.testing.assert_allclose(np.tril(F), L, rtol=0, atol=1e-13 * n)
                 assert _linalg.cho_inverse(F) == 0
-                np.testing.assert_allclose(np.tril(F), np.tril(cho_solve((L, True),
-                                           np.eye(n))), rtol=1e-9, atol=1e-12)
+                inverse = cho_solve((L, True), np.eye(n))
+                np.testing.assert_allclose(np.tril(F), np.tril(inverse), rtol=1e-9,
+                                           atol=1e-12)
+                np.testing.assert_allclose(_linalg.factor_inverse(L), inverse,
+                                           rtol=1e-9, atol=1e-12)
                 for rhs in (B, x):
                     np.testing.assert_allclose(
                         _linalg.solve_lower(L, rhs),
