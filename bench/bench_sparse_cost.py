@@ -42,10 +42,10 @@ def _blas_pass(n, M, chunk=2048):
 
 def _cost_child(conn, n, M, problem):
     import gpc
-    import gpc.sparse_ep as sparse_ep
+    import gpc.sparse.learning as sparse_learning
 
     X, y, _, _ = make_problem(n, problem)
-    log, original = [], sparse_ep.SparseEvidence.__call__
+    log, original = [], sparse_learning.SparseEvidence.__call__
 
     def timed(self, theta):
         t0 = time.perf_counter()
@@ -53,7 +53,7 @@ def _cost_child(conn, n, M, problem):
         log.append((self.data.n, time.perf_counter() - t0))
         return out
 
-    sparse_ep.SparseEvidence.__call__ = timed
+    sparse_learning.SparseEvidence.__call__ = timed
     clf = gpc.SparseGPClassifier(C(1.0) * RBF(np.ones(8)), max_basis=M, random_state=0)
     t0 = time.perf_counter()
     clf.fit(X, y)

@@ -1829,7 +1829,7 @@ def contract_cross(kernel, X, Z, G, K=None):
     """Gradient of ``sum(G * kernel(X, Z))`` with respect to ``kernel.theta``.
 
     The cross-covariance counterpart of :func:`contract`, for models that work
-    on ``K(X, Z)`` between data and inducing inputs (:mod:`gpc.sparse_ep`).
+    on ``K(X, Z)`` between data and inducing inputs (:mod:`gpc.sparse.ep`).
 
     Parameters
     ----------
@@ -1983,7 +1983,7 @@ def contract_inputs(kernel, X, Z, G, K=None):
     """Gradient of ``sum(G * kernel(X, Z))`` with respect to the inputs Z.
 
     The derivative that learning a sparse model's inducing inputs needs
-    (:mod:`gpc.sparse_ep`).
+    (:mod:`gpc.sparse.ep`).
 
     Parameters
     ----------

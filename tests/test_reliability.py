@@ -226,7 +226,7 @@ def test_an_interrupted_partial_fit_leaves_the_estimator_as_it_was(Estimator, n_
     Xq = np.random.RandomState(9).randn(25, 2)
     outputs, snapshot = _outputs(est, Xq), _snapshot(est)
     # Interrupt the second binary problem's update (the only one for two classes).
-    from gpc import sparse as sparse_module
+    from gpc.sparse import estimators as sparse_module
 
     calls = [0]
     if Estimator == "sparse-classifier":

@@ -463,7 +463,7 @@ def test_kmeans_centres_survive_huge_inputs_and_match_kmeans_plusplus():
     # picked 3 distinct centres of 20; the scaled run picks 20, and on ordinary
     # data exactly scikit-learn's choice (the scale is a power of two).
     from sklearn.cluster import kmeans_plusplus
-    from gpc.sparse import _kmeans_centres
+    from gpc.sparse.estimators import _kmeans_centres
 
     X = np.random.RandomState(0).randn(2000, 3)
     np.testing.assert_array_equal(_kmeans_centres(50, 7, X[:900], X[900:]),

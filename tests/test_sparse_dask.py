@@ -9,7 +9,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import gpc
-from gpc._chunked import ChunkedData, DaskExecutor
+from gpc.sparse._dask import DaskExecutor, chunked_from_dask
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -169,7 +169,7 @@ def test_dask_chunks_of_no_rows_are_skipped(client, large):
     X, y, local = large
     sizes = (0, 9000, 0, 11000)             # an empty first and middle chunk
     Xd, yd = da.from_array(X, chunks=(sizes, 2)), da.from_array(y, chunks=(sizes,))
-    assert ChunkedData.from_dask(client, Xd, yd).sizes == [9000, 11000]
+    assert chunked_from_dask(client, Xd, yd).sizes == [9000, 11000]
     _assert_same_model(_fixed().fit(Xd, yd), local)
 
 

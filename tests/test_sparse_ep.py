@@ -1,4 +1,4 @@
-"""Sparse EP on inducing inputs (gpc.sparse_ep): exact cases, agreement with full
+"""Sparse EP on inducing inputs (gpc.sparse.ep): exact cases, agreement with full
 EP, finite differences, and the cross / diagonal kernel contractions it uses."""
 
 import numpy as np
@@ -8,12 +8,12 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Ma
 from sklearn.gaussian_process.kernels import WhiteKernel
 
 import gpc
-from gpc._chunked import ChunkedData
+from gpc.sparse._chunked import ChunkedData
 from gpc.kernels import Matern as GpcMatern
 from gpc.kernels import (SquaredExponential, contract, contract_cross, contract_diag,
                          contract_inputs)
 from gpc.likelihoods import get_likelihood
-from gpc.sparse_ep import sparse_ep
+from gpc.sparse import sparse_ep
 
 
 def _data(n=60, d=2, seed=0):
@@ -190,10 +190,10 @@ def test_classifier_with_every_input_inducing_is_full_ep():
 
 
 def test_stages_end_on_the_whole_data():
-    assert gpc.sparse_ep.stage_sizes(10 ** 6, 200) == [10 ** 4, 10 ** 5, 10 ** 6]
-    assert gpc.sparse_ep.stage_sizes(3000, 50) == [3000]
-    assert gpc.sparse_ep.stage_sizes(10000, 50) == [10000]
-    assert gpc.sparse_ep.stage_sizes(25000, 200) == [5000, 25000]
+    assert gpc.sparse.learning.stage_sizes(10 ** 6, 200) == [10 ** 4, 10 ** 5, 10 ** 6]
+    assert gpc.sparse.learning.stage_sizes(3000, 50) == [3000]
+    assert gpc.sparse.learning.stage_sizes(10000, 50) == [10000]
+    assert gpc.sparse.learning.stage_sizes(25000, 200) == [5000, 25000]
     rng = np.random.RandomState(0)
     X = rng.randn(12000, 2)
     y = (X[:, 0] + 0.5 * rng.randn(12000) > 0).astype(int)
@@ -206,7 +206,7 @@ def test_stages_end_on_the_whole_data():
     # sites, so the last takes few evaluations and ends at the whole data's optimum.
     kernel, lik = ConstantKernel(1.0) * RBF(1.0), get_likelihood("probit")
     data = ChunkedData.from_arrays(X, 2.0 * y - 1.0, 2048, random_state=0)
-    theta, res, info = gpc.sparse_ep.maximize_sparse_evidence(
+    theta, res, info = gpc.sparse.learning.maximize_sparse_evidence(
         kernel, lik, data, clf.basis_vectors_, learn_likelihood=False,
         smallest_stage=120)
     assert info["stages"] == [200, 1200, 12000]
@@ -228,7 +228,7 @@ def test_stages_end_on_the_whole_data():
     assert info["stationary"] and info["gtol"] == gpc.optimize.TOL_PER_EXAMPLE
     assert info["projected_gradient"] <= info["gtol"]
     assert clf.inference_info_["stationary"]
-    direct = gpc.sparse_ep.SparseEvidence(kernel, lik, X, 2.0 * y - 1.0,
+    direct = gpc.sparse.learning.SparseEvidence(kernel, lik, X, 2.0 * y - 1.0,
                                           clf.basis_vectors_)
     best = gpc.maximize_evidence(direct, direct.theta, direct.bounds)
     assert res.log_evidence > 12000 * (best.objective - gpc.optimize.TOL_PER_EXAMPLE)
@@ -267,7 +267,7 @@ def test_learnt_inducing_inputs_raise_the_evidence():
 def test_interrupted_fit_keeps_the_best_hyperparameters(monkeypatch, capsys):
     X, y = _data(300, 2, 10)
     calls = {"n": 0}
-    original = gpc.sparse_ep.SparseEvidence.__call__
+    original = gpc.sparse.learning.SparseEvidence.__call__
 
     def interrupted(self, theta):
         calls["n"] += 1
@@ -275,7 +275,7 @@ def test_interrupted_fit_keeps_the_best_hyperparameters(monkeypatch, capsys):
             raise KeyboardInterrupt
         return original(self, theta)
 
-    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "__call__", interrupted)
+    monkeypatch.setattr(gpc.sparse.learning.SparseEvidence, "__call__", interrupted)
     clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), max_basis=20,
                                  random_state=0, verbose=1)
     with pytest.warns(RuntimeWarning, match="interrupted"):
@@ -304,7 +304,7 @@ def test_an_interrupt_makes_no_further_pass_over_the_data(monkeypatch, n, subset
     # is, from a subset's stage (at n = 12000, before the whole data's) or the
     # whole data's (at n = 9000, the only stage).
     X, y = _data(n, 2, 11)
-    original = gpc.sparse_ep.SparseEvidence.__call__
+    original = gpc.sparse.learning.SparseEvidence.__call__
     calls = {"n": 0}
 
     def interrupted(self, theta):
@@ -317,8 +317,8 @@ def test_an_interrupt_makes_no_further_pass_over_the_data(monkeypatch, n, subset
     def no_run(self, *args, **kwargs):
         raise AssertionError("a pass over the data after the interrupt")
 
-    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "__call__", interrupted)
-    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "run", no_run)
+    monkeypatch.setattr(gpc.sparse.learning.SparseEvidence, "__call__", interrupted)
+    monkeypatch.setattr(gpc.sparse.learning.SparseEvidence, "run", no_run)
     clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), max_basis=20,
                                  random_state=0)
     rows = r"\d+" if subset else str(n)
@@ -335,7 +335,7 @@ def test_interrupted_inducing_stage_keeps_a_consistent_model(monkeypatch, allowe
     evaluation, or after three) keeps the best inputs evaluated with their
     hyperparameters: the fitted model is EP's at its own basis vectors."""
     X, y = _data(300, 2, 10)
-    original = gpc.sparse_ep.SparseEvidence.__call__
+    original = gpc.sparse.learning.SparseEvidence.__call__
     moved = {"n": 0}
 
     def interrupted(self, theta):
@@ -345,7 +345,7 @@ def test_interrupted_inducing_stage_keeps_a_consistent_model(monkeypatch, allowe
             moved["n"] += 1
         return original(self, theta)
 
-    monkeypatch.setattr(gpc.sparse_ep.SparseEvidence, "__call__", interrupted)
+    monkeypatch.setattr(gpc.sparse.learning.SparseEvidence, "__call__", interrupted)
     kw = dict(max_basis=10, random_state=0)
     clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0),
                                  learn_inducing_points=True, **kw)
