@@ -26,7 +26,7 @@ import gpc
 from gpc.inference import get_method
 from gpc.kernels import SquaredExponential
 from gpc.likelihoods import get_likelihood
-from gpc.optimize import EvidenceObjective
+from gpc.evidence import EvidenceObjective
 
 
 def _kernel(d=8):
@@ -200,7 +200,7 @@ def report(evals, fits, n_train, n_test, gpy_rows=()):
         "## EP: one evidence + gradient evaluation (8-D, gpc `SquaredExponential` ARD, "
         "length scales sqrt(8), variance 2, probit)",
         "",
-        "One evaluation = a call of `gpc.optimize.EvidenceObjective`, as evidence "
+        "One evaluation = a call of `gpc.evidence.EvidenceObjective`, as evidence "
         "maximisation makes it: the kernel matrix (gpc's compiled routine), EP "
         "(`gpc.inference.get_method(\"ep\")`, without `gpc.infer`'s input checks) to "
         "convergence (tol 1e-8) with dK, and the kernel contraction of dK, in units of "

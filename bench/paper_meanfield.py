@@ -44,7 +44,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 import gpc
 from gpc import _online
 from gpc.datasets import load_dataset, load_pima
-from gpc.optimize import EvidenceObjective, maximize_evidence
+from gpc import maximize_evidence
+from gpc.evidence import EvidenceObjective
 
 METHODS = ["mean_field", "naive_mean_field"]
 LABEL = {"mean_field": "Ensemble MF, eq. (7)", "naive_mean_field": "Naive MF, eq. (10)"}
@@ -88,7 +89,7 @@ def fit_free_energy(method, X, y):
 
     objective._infer = counted
     opt = maximize_evidence(objective, objective.theta, objective.bounds)
-    objective._set_theta(opt.theta)
+    objective.set_theta(opt.theta)
     return objective.kernel, opt.n_evaluations, steps
 
 

@@ -309,7 +309,8 @@ def optimum(task):
 
     from gpc.datasets import load_dataset
     from gpc.likelihoods import get_likelihood
-    from gpc.optimize import EvidenceObjective, maximize_evidence
+    from gpc import maximize_evidence
+    from gpc.evidence import EvidenceObjective
 
     name, lik = task
     X, y = load_dataset(name)

@@ -36,7 +36,8 @@ from sklearn.model_selection import train_test_split
 
 import gpc
 from gpc.datasets import load_dataset, load_pima
-from gpc.inference.variational import UpperBound, _gaussian, jj_lambda
+from gpc.bounds import UpperBound
+from gpc.inference.variational import _gaussian, jj_lambda
 
 PAPER = {"crabs": (4, 2, 120), "pima": (70, 7.4, 332)}
 MACKAY = gpc.likelihoods.Logit(predictive="mackay")

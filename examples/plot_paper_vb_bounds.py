@@ -9,7 +9,7 @@ Their 1-D toy problem has a sharp transition on the left and a gentle one on the
 right: the class probability is 0 below 13, 1 from 13 to 29, then falls linearly
 to 0 at 43. As in their figure we learn ``C * RBF`` by maximising the lower bound
 (``method="vb"``) and draw the predictive probabilities of the lower bound's
-posterior and of the upper bound's (:class:`gpc.inference.variational.UpperBound`),
+posterior and of the upper bound's (:class:`gpc.bounds.UpperBound`),
 with MacKay's approximation of the predictive integral.
 """
 
@@ -19,7 +19,7 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import gpc
-from gpc.inference.variational import UpperBound
+from gpc.bounds import UpperBound
 
 rng = np.random.RandomState(0)
 x = np.sort(rng.uniform(5, 50, 60))

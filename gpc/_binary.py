@@ -13,13 +13,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           check_integer)
-from .inference import get_method
-from .inference._base import (InferenceResult, check_options,
-                              checked_kernel_matrix)
+from .inference import (InferenceResult, check_options, checked_kernel_matrix,
+                        get_method)
 from .kernels import (as_kernel, cross_covariance_chunks, has_white_noise,
                       kernel_matrix)
 from .likelihoods import get_likelihood
-from .inference.evidence import EvidenceObjective, data_fingerprint
+from .evidence import EvidenceObjective, data_fingerprint
 from .optimize import learning_starts, maximize_evidence, median_distance
 _DEFAULT_METHOD = "laplace"
 #: Elements (float64) of one block of cross-covariances in prediction (32 MB).
@@ -268,7 +267,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                     random_state=self.random_state, priors=priors,
                     verbose=self.verbose, **learning_starts(
                         [kernel], objective.theta, median_distance(X_train), len(y01)))
-                objective._set_theta(optimum.theta)
+                objective.set_theta(optimum.theta)
                 kernel.theta = objective.kernel.theta
                 likelihood = objective.likelihood
                 if kernel.n_dims:

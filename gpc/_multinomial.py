@@ -13,71 +13,11 @@ from ._binary import (_BinaryGaussianProcessClassifier, _default_kernel,
                       kernel_priors)
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           multinomial_fit_arrays)
-from .inference._base import checked_kernel_matrix
-from .inference.evidence import (checked_contraction, data_fingerprint,
-                                 jittered_kernel_matrix)
+from .inference import checked_kernel_matrix
+from .evidence import MultinomialEvidence, data_fingerprint
 from .kernels import as_kernel, cross_covariance_chunks
 from .likelihoods import Softmax, get_likelihood
 from .optimize import learning_starts, maximize_evidence, median_distance
-
-
-class MultinomialEvidence:
-    """The joint log evidence of the kernels' hyperparameters on fixed data.
-
-    theta is the shared kernel's theta, or the per-class kernels' thetas one
-    after another; each call runs the method warm-started from the previous
-    call's state and contracts its ``dK`` with each kernel's gradient.
-    """
-
-    def __init__(self, kernels, shared, X, y, likelihood, method, options, state=None,
-                 jitters=None):
-        self.kernels = [k.clone_with_theta(k.theta) for k in kernels]
-        self.shared = shared
-        self.X, self.y, self.likelihood = X, y, likelihood
-        self.method, self.options, self.state = method, dict(options), state
-        self.jitters = list(jitters) if jitters is not None else [0.0] * len(kernels)
-        self._sizes = np.cumsum([0] + [len(k.theta) for k in self.kernels])
-
-    @property
-    def theta(self):
-        return np.concatenate([k.theta for k in self.kernels])
-
-    @property
-    def bounds(self):
-        return np.vstack([k.bounds.reshape(-1, 2) for k in self.kernels])
-
-    def set_theta(self, theta):
-        theta = np.asarray(theta, dtype=np.float64)
-        if theta.shape != (self._sizes[-1],):
-            raise ValueError(f"theta must have shape ({self._sizes[-1]},), got "
-                             f"{theta.shape}.")
-        for k, (a, b) in enumerate(zip(self._sizes[:-1], self._sizes[1:])):
-            self.kernels[k] = self.kernels[k].clone_with_theta(theta[a:b])
-
-    def infer(self, theta=None, compute_gradient=True):
-        """Run the method at theta; returns ``(result, kernel matrices)``."""
-        if theta is not None:
-            self.set_theta(theta)
-        Ks = [jittered_kernel_matrix(k, self.X, j)
-              for k, j in zip(self.kernels, self.jitters)]
-        C = self.likelihood.n_classes
-        res = self.method(tuple(Ks * C if self.shared else Ks), self.y, self.likelihood,
-                          init=self.state, compute_gradient=compute_gradient,
-                          **self.options)
-        self.state = res.state
-        return res, Ks
-
-    def __call__(self, theta):
-        """``(log_evidence, gradient)`` at theta."""
-        res, Ks = self.infer(theta)
-        return res.log_evidence, self.gradient(res, Ks)
-
-    def gradient(self, res, Ks):
-        dK = [res.dK.sum(axis=0)] if self.shared else res.dK
-        name = self.method.name
-        return np.concatenate([
-            checked_contraction(k, self.X, d, None if j else K, name)
-            for k, d, K, j in zip(self.kernels, dK, Ks, self.jitters)])
 
 
 class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):

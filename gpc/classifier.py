@@ -71,7 +71,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         with ``optimizer=None`` or fixed hyperparameters; :meth:`partial_fit`
         adds data), "vb" (the Jaakkola-Jordan lower bound for the logit, a
         curvature lower bound for the probit; the logit's upper bound is
-        :class:`gpc.inference.variational.UpperBound`) (see
+        :class:`gpc.bounds.UpperBound`) (see
         :func:`gpc.available_methods`).
     likelihood : str or Likelihood, default="logit"
         "logit", "probit", "noisy_threshold", "step" (the last two need a method

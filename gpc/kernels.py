@@ -1538,7 +1538,7 @@ def contract(kernel, X, dK, K=None, *, check_finite=True):
         Whether to check that ``dK`` and ``K`` hold finite numbers (one pass
         over each).  With False, a non-finite entry gives a non-finite
         gradient instead of an error: for callers that check the gradient
-        (as :class:`gpc.optimize.EvidenceObjective` does) or know their
+        (as :class:`gpc.evidence.EvidenceObjective` does) or know their
         matrices are finite.
 
     Returns

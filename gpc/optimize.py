@@ -16,7 +16,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import _lbfgsb
 from ._validation import check_integer, check_real
-from .inference.evidence import EvidenceObjective  # noqa: F401  (its former home)
 
 #: The largest acceptable projected gradient of a log evidence per training
 #: example at the end of evidence maximisation (dense and sparse models).  The

@@ -18,7 +18,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import gpc
 from gpc.inference import InferenceResult, register, unregister
-from gpc.inference._base import INFO_KEYS
+from gpc.inference import INFO_KEYS
 from gpc.posterior import ExplicitPosterior
 
 from _sites import data, se

@@ -367,7 +367,7 @@ def test_gradient_at_the_fitted_theta_from_the_fitted_posterior(likelihood):
     fitted = est._fitted_result(theta)
     assert fitted is not None
     value, grad = clf.log_marginal_likelihood(theta, eval_gradient=True)
-    objective = gpc.optimize.EvidenceObjective(
+    objective = gpc.evidence.EvidenceObjective(
         est.kernel_, X, 2.0 * est.y_train_ - 1.0, est.likelihood_, "ep",
         {"tol": 1e-10}, jitter=est.jitter_)
     ref_value, ref_grad = objective(theta)
@@ -460,7 +460,7 @@ def test_noisy_threshold_eps_is_learnt_with_ep():
 
 
 def test_objective_gradient_in_log_eps_matches_finite_differences():
-    from gpc.optimize import EvidenceObjective
+    from gpc.evidence import EvidenceObjective
 
     # A problem whose EP fixed point has no clipped site (with clipped sites the EP
     # gradient is approximate, as documented and warned).

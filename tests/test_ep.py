@@ -890,7 +890,7 @@ def test_evidence_objective_reuses_its_workspace_across_calls():
     calls (no fresh pages each evaluation) and gives the same value and gradient
     as a fresh objective."""
     from gpc.kernels import SquaredExponential
-    from gpc.optimize import EvidenceObjective
+    from gpc.evidence import EvidenceObjective
 
     X, y = data(50, 4, d=3)
     lik = gpc.get_likelihood("probit")
@@ -899,10 +899,10 @@ def test_evidence_objective_reuses_its_workspace_across_calls():
                             options={"updates": "parallel"})
     theta = kernel.theta
     obj(theta)
-    buffers = {k: v for k, v in obj._workspace.items()}
+    buffers = {k: v for k, v in obj._buffers.items()}
     assert set(buffers) == {"Binv", "L", "scratch"}
     value, grad = obj(theta + 0.05)
-    assert all(obj._workspace[k] is v for k, v in buffers.items())
+    assert all(obj._buffers[k] is v for k, v in buffers.items())
     fresh = EvidenceObjective(kernel, X, y, lik, method="ep",
                               options={"updates": "parallel"})
     fresh.state = None
@@ -917,7 +917,7 @@ def test_evidence_objective_raises_on_a_nonfinite_gradient(monkeypatch):
     """dK is checked through the gradient: a NaN in it is an error naming the
     method (which the optimiser treats as a failed evaluation), not a NaN
     gradient."""
-    from gpc.optimize import EvidenceObjective
+    from gpc.evidence import EvidenceObjective
 
     X, y = data(20, 5)
     obj = EvidenceObjective(gpc.kernels.SquaredExponential(), X, y,

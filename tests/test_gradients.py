@@ -9,7 +9,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from gpc import kernels as gk
 from gpc.likelihoods import get_likelihood
-from gpc.optimize import EvidenceObjective
+from gpc.evidence import EvidenceObjective
 
 
 def _data(n=24, d=2, seed=0):

@@ -11,7 +11,7 @@ import pytest
 
 import gpc
 from gpc.inference import InferenceMethod, get_method, register
-from gpc.inference._base import INFO_KEYS
+from gpc.inference import INFO_KEYS
 from _registry import SUPPORTED, options
 from _sites import data, se
 

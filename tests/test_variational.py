@@ -11,7 +11,8 @@ from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
 import gpc
-from gpc.inference.variational import UpperBound, jj_lambda, upper_bound
+from gpc.bounds import UpperBound
+from gpc.inference.variational import jj_lambda, upper_bound
 from _sites import data, se
 
 

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._linalg import solve_lower
 from .._validation import check_integer, check_real
 from .._binary import classes_from_proba, kernel_at_bounds, warn_if_all_tied
-from ..inference._base import check_kernel_psd
+from ..inference import check_kernel_psd
 from ..kernels import as_kernel, contract, cross_covariance_chunks
 from ..likelihoods import get_likelihood
 from ..optimize import maximize_evidence, median_distance

@@ -6,19 +6,18 @@ import time
 import numpy as np
 
 from ..inference import NumericalError
-from ..inference.evidence import ModelParameters
+from ..evidence import Evidence
 from ..optimize import (TOL_PER_EXAMPLE, lbfgsb, learning_starts, minimisable,
                         staged_lbfgsb, stationarity)
 from ._chunked import ChunkedData
 from .ep import sparse_ep
 
 
-class SparseEvidence:
+class SparseEvidence(Evidence):
     """The sparse EP log evidence of hyperparameters, per example, warm-started.
 
-    A callable for :func:`scipy.optimize.minimize` (through
-    :func:`gpc.optimize.maximize_evidence`): ``objective(theta) -> (value,
-    gradient)`` with ``theta`` the kernel's log-hyperparameters followed by the
+    The sparse model's :class:`gpc.evidence.Evidence`: ``objective(theta) ->
+    (value, gradient)`` with ``theta`` the kernel's log-hyperparameters followed by the
     logs of the likelihood's free parameters and, with ``learn_inducing``, the
     inducing inputs (row by row).  The value is the log evidence
     divided by the number of examples, so that the optimiser's tolerances mean
@@ -45,7 +44,7 @@ class SparseEvidence:
 
     def __init__(self, kernel, likelihood, X, y, Z, *, learn_likelihood=False,
                  learn_inducing=False, verbose=0, **options):
-        self.params = ModelParameters(kernel, likelihood, learn_likelihood)
+        super().__init__(kernel, likelihood, learn_likelihood)
         self.learn_inducing = bool(learn_inducing)
         self.data = (X if isinstance(X, ChunkedData) else
                      ChunkedData.from_arrays(X, y, options.pop("chunk_size", 2048)))
@@ -53,22 +52,36 @@ class SparseEvidence:
         self.Z = Z
         self.options = options
         self.verbose = verbose
-        self.sites = None
         self.best = None            # (value, theta, result)
         self.history = []
         self.failure = None         # the last evaluation's NumericalError
         self.t0 = time.perf_counter()
 
     @property
+    def sites(self):
+        """The EP sites (per chunk) that the next run starts from."""
+        return self.state
+
+    @sites.setter
+    def sites(self, sites):
+        self.state = sites
+
+    @property
     def theta(self):
         own = [self.Z.ravel()] if self.learn_inducing else []
-        return np.concatenate([self.params.theta, *own])
+        return np.concatenate([super().theta, *own])
 
     @property
     def bounds(self):
         own = [np.full((self.Z.size, 2), [-np.inf, np.inf])] if self.learn_inducing \
             else []
         return np.vstack([self.params.bounds, *own])
+
+    def set_theta(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        super().set_theta(theta[:self._n_model])
+        self.Z = self.inducing_inputs(theta)
+        self._at = theta.copy()         # as given (the kernel's own round-trips)
 
     def model(self, theta):
         """``(kernel, likelihood)`` at theta."""
@@ -86,26 +99,26 @@ class SparseEvidence:
 
     def run(self, theta, compute_gradient=True):
         """:func:`sparse_ep` at theta from the kept sites (a line per sweep
-        when verbose)."""
-        return self._run(theta, *self.model(theta), compute_gradient, self.verbose)
+        when verbose), the sites kept as they were."""
+        return self.infer(theta, compute_gradient)[0]
 
-    def _run(self, theta, kernel, likelihood, compute_gradient, verbose):
-        return sparse_ep(kernel, likelihood, self.data, None, self.inducing_inputs(theta),
-                         sites=self.sites, compute_gradient=compute_gradient,
-                         inducing_gradient=self.learn_inducing, verbose=verbose,
-                         **self.options)
-
-    def __call__(self, theta):
-        theta = np.asarray(theta, dtype=np.float64)
-        kernel, likelihood = self.model(theta)
+    def _run(self, compute_gradient, workspace):
+        # An evaluation for the optimiser prints one line (and one per sweep
+        # when verbose > 1), a run without the gradient one per sweep.
+        verbose = max(self.verbose - 1, 0) if compute_gradient else self.verbose
         try:
-            # A line per evaluation when verbose, per sweep too when > 1.
-            res = self._run(theta, kernel, likelihood, True, max(self.verbose - 1, 0))
+            res = sparse_ep(self.kernel, self.likelihood, self.data, None, self.Z,
+                            sites=self.sites, compute_gradient=compute_gradient,
+                            inducing_gradient=self.learn_inducing, verbose=verbose,
+                            **self.options)
         except NumericalError as exc:
             self.failure = exc              # for the message if every one fails
             raise
+        return res, None
+
+    def _value_and_gradient(self, res, _):
         n = self.data.n
-        grad = self.params.gradient(res.grad, res.dlik, likelihood) / n
+        grad = self.params.gradient(res.grad, res.dlik, self.likelihood) / n
         if self.learn_inducing:
             grad = np.concatenate([grad, res.dZ.ravel() / n])
         value = res.log_evidence / n
@@ -113,10 +126,10 @@ class SparseEvidence:
             self.failure = NumericalError("sparse EP: non-finite evidence or "
                                           "gradient.", "sparse_ep")
             raise self.failure
-        self.sites = res.sites
+        self._kept(res.sites)
         self.history.append(res.log_evidence)
         if self.best is None or value > self.best[0]:
-            self.best = (value, theta.copy(), res)
+            self.best = (value, self._at, res)
         if self.verbose:
             print(f"[gpc sparse EP] n = {n}, evaluation {len(self.history)}: log "
                   f"evidence {res.log_evidence:.6g}, |gradient| "

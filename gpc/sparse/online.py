@@ -55,8 +55,7 @@ from scipy.linalg import LinAlgError
 from .. import _sparse
 from .._linalg import cho_solve, factor_inverse, lower_cholesky, solve_lower
 from .._validation import symmetric_from_lower
-from ..inference import NumericalError
-from ..inference._base import with_jitter
+from ..inference import NumericalError, with_jitter
 from ..kernels import _gram, _matmul, cross_covariance_chunks
 from .ep import _log_site_mass
 
