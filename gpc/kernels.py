@@ -42,7 +42,7 @@ composites Sum, Product and Exponentiation (produced by ``+``, ``*`` and
 Numerics
 --------
 Distances are taken between inputs centred at their mean and divided by the
-length scales.  For ``K(X)`` a compiled pass (:func:`gpc._kern.sym_stationary`)
+length scales.  For ``K(X)`` a compiled pass (``gpc._kern.sym_stationary``)
 forms the lower triangle and mirrors it, so ``K(X)`` is exactly symmetric with
 an exactly zero-distance diagonal: up to 16 input dimensions it sums the
 squared differences coordinate by coordinate (nothing cancels); beyond, it uses
@@ -1538,7 +1538,7 @@ def contract(kernel, X, dK, K=None, *, check_finite=True):
         Whether to check that ``dK`` and ``K`` hold finite numbers (one pass
         over each).  With False, a non-finite entry gives a non-finite
         gradient instead of an error: for callers that check the gradient
-        (as :class:`gpc.evidence.EvidenceObjective` does) or know their
+        (as :class:`~gpc.evidence.EvidenceObjective` does) or know their
         matrices are finite.
 
     Returns

@@ -3,17 +3,17 @@
 Labels are ``y`` in {-1, +1} and ``f`` is the latent function value.  With
 ``z = y * f``:
 
-============================  ==============================================  ===========
-class                         p(y | f)                                        derivatives
-============================  ==============================================  ===========
-:class:`Probit`               Phi(z)                                          yes
-:class:`Logit`                sigma(z) = 1 / (1 + exp(-z))                    yes
-:class:`NoisyThreshold`       eps + (1 - 2 eps) H(z)                          no
-:class:`Step`                 H(z)                                            no
-:class:`Gaussian`             N(y; f, s2), y real (regression)                yes
-:class:`Laplace`              (lam/2) exp(-lam |y - f|), y real (regression)  no
-:class:`OneSidedExponential`  lam exp(-lam (y - f)) for y > f, else 0         no
-============================  ==============================================  ===========
+============================  ==================================================  ===========
+class                         p(y | f)                                              derivatives
+============================  ==================================================  ===========
+:class:`Probit`               Phi(z)                                                yes
+:class:`Logit`                sigma(z) = 1 / (1 + exp(-z))                          yes
+:class:`NoisyThreshold`       eps + (1 - 2 eps) H(z)                                no
+:class:`Step`                 H(z)                                                  no
+:class:`Gaussian`             N(y; f, s2), y real (regression)                      yes
+:class:`Laplace`              (lam/2) exp(-lam ``|y - f|``), y real (regression)    no
+:class:`OneSidedExponential`  lam exp(-lam (y - f)) for y > f, else 0               no
+============================  ==================================================  ===========
 
 (``H`` is the Heaviside step with H(0) = 1/2.)  The last three are regression
 likelihoods, with real targets ``y``.  With :class:`Gaussian` the approximate methods
@@ -34,8 +34,8 @@ online GP example) are the non-Gaussian ones.  Every likelihood offers
 
 The numerical work happens in the typed Cython kernels of ``src_c/_lik.pxd``
 (also used by the inference loops); the classes only validate, broadcast and
-call them.  All results are stable far into the tails: |m| / sqrt(1 + v) or |f| of
-1e3 and beyond give finite values wherever the true value is finite.
+call them.  All results are stable far into the tails: ``|m| / sqrt(1 + v)`` or
+``|f|`` of 1e3 and beyond give finite values wherever the true value is finite.
 
 Examples
 --------
@@ -154,7 +154,7 @@ class Likelihood:
     code : int
         The ``LIK_*`` code passed to the Cython kernels.
     name : str
-        Short name, as accepted by :func:`get_likelihood`.
+        Short name, as accepted by :func:`~gpc.get_likelihood`.
     has_derivatives : bool
         Whether :meth:`derivatives` is available (needed by Laplace's method).
     is_classification : bool
@@ -881,11 +881,12 @@ class Gaussian(_RegressionParameter):
     """Gaussian (regression) likelihood p(y | f) = N(y; f, s2), y real.
 
     Not a classification likelihood: targets are real numbers and there is no
-    class probability (:meth:`predict` raises).  Its Gaussian integral is exact,
-    ``Z = N(y; m, v + s2)``, with ``d log Z / d s2 = ((y - m)^2 / (v + s2)^2 -
-    1 / (v + s2)) / 2`` returned as the parameter derivative.  Every approximate
-    inference method is exact with it (Laplace: one Newton step), so it checks
-    them against GP regression; it also serves models that need regression noise.
+    class probability (:meth:`~Likelihood.predict` raises).  Its Gaussian
+    integral is exact, ``Z = N(y; m, v + s2)``, with ``d log Z / d s2 =
+    ((y - m)^2 / (v + s2)^2 - 1 / (v + s2)) / 2`` returned as the parameter
+    derivative.  Every approximate inference method is exact with it (Laplace:
+    one Newton step), so it checks them against GP regression; it also serves
+    models that need regression noise.
 
     Parameters
     ----------
@@ -960,7 +961,7 @@ class Laplace(_RateLikelihood):
     Robust regression: the noise ``y - f`` has variance ``2 / lam^2`` and heavier
     tails than the Gaussian.  The likelihood has a kink at f = y, so there are no
     derivatives in f (``has_derivatives`` is False: use EP, ADF or the online
-    methods, not Laplace's method); :meth:`log_lik` is available.
+    methods, not Laplace's method); :meth:`~Likelihood.log_lik` is available.
 
     With f ~ N(m, v) the noise is z = y - f ~ N(mu, v), mu = y - m, and completing the
     square gives ``Z = (lam/2) (A + B)`` with ``A = exp(-lam mu + lam^2 v/2)
@@ -978,9 +979,9 @@ class Laplace(_RateLikelihood):
     Accuracy against adaptive quadrature (``scipy.integrate.quad``, breakpoint at
     f = y), y - m in {0, +-0.5, +-3, +-30}, v in {1e-4, 0.1, 1, 25}, lam in
     {0.5, 2}: relative errors below 3e-14 for log Z, d log Z/dm, d^2 log Z/dm^2,
-    d log Z/d lam and :meth:`em_statistic` (errors scaled by the size of the terms
-    where a value is tiny or crosses zero); d log Z/dm keeps its relative accuracy
-    as y - m -> 0.
+    d log Z/d lam and :meth:`~Likelihood.em_statistic` (errors scaled by the size of
+    the terms where a value is tiny or crosses zero); d log Z/dm keeps its relative
+    accuracy as y - m -> 0.
 
     Parameters
     ----------
@@ -1024,7 +1025,7 @@ class OneSidedExponential(_RateLikelihood):
     The noise ``y - f`` is exponential with mean ``1 / lam``, so f lies below every
     target: the example of Csató & Opper (2002, eq. 9) for the sparse online GP,
     where the posterior is far from Gaussian.  No derivatives in f
-    (``has_derivatives`` is False); :meth:`log_lik` is ``-inf`` for y <= f.
+    (``has_derivatives`` is False); :meth:`~Likelihood.log_lik` is ``-inf`` for y <= f.
 
     With f ~ N(m, v), z = y - f ~ N(mu, v), mu = y - m, completing the square gives
     ``Z = lam exp(-lam mu + lam^2 v/2) Phi(a)``, ``a = (mu - lam v)/sqrt(v)``; the
@@ -1041,8 +1042,8 @@ class OneSidedExponential(_RateLikelihood):
     Accuracy against adaptive quadrature (``scipy.integrate.quad``, breakpoint at
     f = y), y - m in {0, +-0.5, +-3, +-30}, v in {1e-4, 0.1, 1, 25}, lam in
     {0.5, 2}: relative errors below 5e-14 for log Z, d log Z/dm, d^2 log Z/dm^2,
-    d log Z/d lam and :meth:`em_statistic` (errors scaled by the size of the terms
-    where a value is tiny or crosses zero).
+    d log Z/d lam and :meth:`~Likelihood.em_statistic` (errors scaled by the size of
+    the terms where a value is tiny or crosses zero).
 
     Parameters
     ----------

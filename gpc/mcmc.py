@@ -119,7 +119,7 @@ _TWO_PI = 2.0 * math.pi
 
 @dataclass
 class ESSResult:
-    """Samples of an elliptical slice sampler (see :func:`elliptical_slice`).
+    """Samples of an elliptical slice sampler (see :func:`~gpc.mcmc.elliptical_slice`).
 
     Attributes
     ----------
@@ -199,7 +199,8 @@ class ESSResult:
 
 @dataclass
 class AISResult:
-    """Annealed importance sampling estimate of the log evidence (see :func:`ais`).
+    """Annealed importance sampling estimate of the log evidence (see
+    :func:`~gpc.mcmc.ais`).
 
     Attributes
     ----------
@@ -248,7 +249,8 @@ class AISResult:
 
 @dataclass
 class Predictive:
-    """Monte Carlo predictive probabilities (see :func:`predictive_probability`).
+    """Monte Carlo predictive probabilities (see
+    :func:`~gpc.mcmc.predictive_probability`).
 
     Attributes
     ----------
@@ -676,9 +678,9 @@ def elliptical_slice(K, y, likelihood="probit", *, n_samples=1000, n_chains=16,
     thin : int, default=1
         Keep every ``thin``-th state after the burn-in.
     init : array_like of shape (n_chains, n), optional
-        Starting states (e.g. :attr:`AISResult.samples` or a previous
-        :attr:`ESSResult.state`); default: independent draws from the prior (or
-        from the reference Gaussian, if given).
+        Starting states (e.g. the ``samples`` of an :class:`AISResult` or the
+        ``state`` of a previous :class:`ESSResult`); default: independent draws
+        from the prior (or from the reference Gaussian, if given).
     reference : InferenceResult, posterior or (mean, cov), optional
         A Gaussian ``q`` close to the posterior for the generalised sampler: a
         :func:`gpc.infer` result or its ``posterior`` (e.g. Laplace's or EP's;
@@ -777,7 +779,8 @@ def elliptical_slice(K, y, likelihood="probit", *, n_samples=1000, n_chains=16,
 
 def temperature_schedule(n_temperatures=2000, kind="sigmoid", *, delta=4.0,
                          start=1e-5):
-    """Inverse temperatures ``0 = b_0 < b_1 < b_2 < (...) < b_T = 1`` for :func:`ais`.
+    """Inverse temperatures ``0 = b_0 < b_1 < b_2 < (...) < b_T = 1`` for
+    :func:`~gpc.mcmc.ais`.
 
     Parameters
     ----------
@@ -1029,7 +1032,7 @@ def predictive_probability(samples, K, K_cross, k_diag, likelihood="probit", *,
     Parameters
     ----------
     samples : array_like of shape (n_chains, n_draws, n) or (n_draws, n)
-        Posterior samples (e.g. :attr:`ESSResult.samples`).
+        Posterior samples (e.g. the ``samples`` of an :class:`ESSResult`).
     K : array_like of shape (n, n)
         The training covariance the samples were drawn with.
     K_cross : array_like of shape (n, m)

@@ -233,10 +233,10 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     groups : array-like of int of shape (p,), optional
         Entries of theta with the same group move together in a first, tied
         stage (e.g. the length scales of one ARD kernel: see
-        :func:`parameter_groups`).  None: no tied stage.
+        :func:`~gpc.optimize.parameter_groups`).  None: no tied stage.
     starts : sequence of array-like of shape (p,), default=()
         Further candidate starts of the first run beside theta0, e.g.
-        :func:`data_start`'s; the run keeps the best optimum.
+        :func:`~gpc.optimize.data_start`'s; the run keeps the best optimum.
     tol : float, default=1e-3
         The largest acceptable absolute projected gradient of the objective at
         the optimum (per log-hyperparameter; the estimators pass
@@ -244,8 +244,8 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
         runs until its own ``gtol`` of 1e-5 or a relative change of the
         objective below its ``ftol``; a run that stops above ``tol``, unless
         its quasi-Newton model predicts a gain below ``tol / 100`` from there
-        (:func:`stationarity`), is resumed (up to three times), and if the best
-        optimum still ends so, a ConvergenceWarning says so.
+        (:func:`~gpc.optimize.stationarity`), is resumed (up to three times), and
+        if the best optimum still ends so, a ConvergenceWarning says so.
         ``projected_gradient`` of the result holds the value.
 
     Returns
@@ -367,7 +367,7 @@ def _free(kernels):
 
 
 def parameter_groups(kernels, n_extra=0):
-    """The tying groups of :func:`maximize_evidence` for the thetas of ``kernels``
+    """The tying groups of :func:`~gpc.maximize_evidence` for the thetas of ``kernels``
     one after another and ``n_extra`` parameters after them (e.g. a likelihood's):
     the entries of one free hyperparameter (a vector such as ARD length scales)
     share a group, every other entry has its own.
@@ -411,8 +411,9 @@ def median_distance(X, max_rows=1000):
 def data_start(kernels, theta, distance):
     """theta with every free length scale of ``kernels`` (hyperparameters named
     ``length_scale``, isotropic or ARD) set to the log of ``distance``, the
-    inputs' :func:`median_distance`: a start where the kernel matrix is neither
-    nearly constant nor nearly diagonal, whatever the inputs' units and number.
+    inputs' :func:`~gpc.optimize.median_distance`: a start where the kernel matrix
+    is neither nearly constant nor nearly diagonal, whatever the inputs' units and
+    number.
     theta unchanged when distance is None.
 
     Examples

@@ -50,7 +50,7 @@ _LABEL_COLUMNS = {
 
 
 def available_datasets():
-    """Names accepted by :func:`load_dataset`."""
+    """Names accepted by :func:`~gpc.datasets.load_dataset`."""
     return sorted(_LABEL_COLUMNS)
 
 

@@ -121,7 +121,7 @@ class InferenceMethod:
         The name accepted by :func:`gpc.infer`'s ``method``.
     function : callable
         ``function(K, y, likelihood, *, init=None, compute_gradient=True,
-        **options)``, returning an :class:`InferenceResult`.
+        **options)``, returning an :class:`~gpc.InferenceResult`.
     options : mapping
         The method's options and their defaults: the keyword-only parameters of
         ``function`` other than ``init`` and ``compute_gradient``.
@@ -139,10 +139,11 @@ class InferenceMethod:
         one).
     accepts_workspace : bool
         Whether ``function`` takes a ``workspace`` dict of buffers to reuse across
-        calls (see :func:`workspace_array`).
+        calls (see ``gpc.inference._base.workspace_array``).
     state_keys : tuple of str
         The arrays, one value per example, that the method reads from ``init``
-        (those of its result's ``state``); :func:`check_init` checks them.
+        (those of its result's ``state``); ``gpc.inference._base.check_init``
+        checks them.
     posterior_dK : callable or None
         ``posterior_dK(posterior, info)`` returns the ``dK`` of a result computed
         without it, from that result's posterior and info alone (None when the
@@ -288,14 +289,14 @@ def workspace_array(workspace, key, shape):
 
 
 def available_methods(multinomial=False):
-    """Names accepted by :func:`infer`'s ``method`` (for the multinomial model's
+    """Names accepted by :func:`~gpc.infer`'s ``method`` (for the multinomial model's
     ``likelihood="softmax"`` when ``multinomial``)."""
     return sorted(_registry(multinomial))
 
 
 def get_method(method, multinomial=False):
-    """The :class:`InferenceMethod` registered as ``method`` (ValueError if none),
-    for the binary model or the multinomial one."""
+    """The :class:`~gpc.inference.InferenceMethod` registered as ``method``
+    (ValueError if none), for the binary model or the multinomial one."""
     try:
         return _registry(multinomial)[method]
     except (KeyError, TypeError):

@@ -10,7 +10,7 @@ training inputs: ``mean(x) = k(x)' alpha``, ``cov(x, x') = K(x, x') + k(x)' C k(
 with ``k(x) = K(BV, x)``.  Memory is O(max_basis^2) whatever the number of
 examples, and no n x n matrix is ever formed; kernel values are computed in chunks.
 
-* **Online pass** (one sweep, also :meth:`partial_fit`): each example updates
+* **Online pass** (one sweep, also ``partial_fit``): each example updates
   ``(alpha, C)`` by assumed density filtering; it joins the BV set when its novelty
   ``gamma = k(x, x) - k' K_BV^{-1} k`` (the variance of f(x) left unexplained by the
   BV set) exceeds ``novelty_tol * k(x, x)`` and the bound ``tr(K_BV)
