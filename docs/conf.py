@@ -36,12 +36,25 @@ extensions = [
 # -- API reference -----------------------------------------------------------------
 autosummary_generate = True
 autodoc_default_options = {"inherited-members": False}
-numpydoc_show_class_members = True
+# A class's page documents its own public methods and properties in full (the
+# autosummary template's ``:members:``), so every reference to one has a target;
+# numpydoc's tables of them would only repeat those entries.
+numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_show_inherited_class_members = False
 numpydoc_xref_param_type = False
 
 intersphinx_mapping = {}     # no network while building: no cross-project links
+
+# Every cross-reference must resolve: a reference to a gpc object that is not
+# documented (or no longer exists) fails the build.  Without intersphinx there is
+# nothing to resolve other projects' objects against, so references to them (in
+# docstrings, and the types of signatures) are let through unchecked; gpc's own
+# names never are.
+nitpicky = True
+nitpick_ignore_regex = [
+    (r"py:.*", r"(numpy|scipy|sklearn|dask|collections\.abc)(\..+)?"),
+]
 
 # -- Gallery -----------------------------------------------------------------------
 sphinx_gallery_conf = {
@@ -65,3 +78,16 @@ html_theme_options = {
 html_static_path = []
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "sg_execution_times.rst"]
+
+
+def _skip_request_methods(app, what, name, obj, skip, options):
+    """Leave out the ``set_<method>_request`` methods scikit-learn generates on every
+    estimator (its metadata routing): their docstrings are scikit-learn's, written
+    for its own documentation."""
+    if what == "class" and name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_request_methods)
