@@ -235,12 +235,12 @@ def add_paper_arguments(ap, quick_help):
 def figure_ref(png):
     """How a report names a figure: a Markdown link to its path relative to the
     ``bench`` folder (the convention of every report's links, see
-    :func:`publish`), or to its absolute path when outside it."""
+    :func:`publish`, which rewrites it for the report's folder); a figure outside
+    ``bench`` is named by its file name alone, never by this machine's folders."""
     path = os.path.abspath(png)
     rel = os.path.relpath(path, BENCH).replace(os.sep, "/")
-    if rel.startswith("../"):
-        rel = path
-    return f"[`{rel}`]({rel})"
+    text = os.path.basename(path) if rel.startswith("../") else rel
+    return f"[`{text}`]({rel})"
 
 
 def run_tasks(fn, tasks, jobs=1, describe=None, backend=None, checkpoint=None):
@@ -272,7 +272,7 @@ def run_tasks(fn, tasks, jobs=1, describe=None, backend=None, checkpoint=None):
     todo = [t for t in tasks if repr(t) not in done]
     if done:
         print(f"  {len(tasks) - len(todo)} of {len(tasks)} tasks taken from "
-              f"{checkpoint}", flush=True)
+              f"{shown_path(checkpoint)}", flush=True)
     t0 = time.perf_counter()
     if jobs == 1:
         results = (fn(t) for t in todo)
@@ -306,30 +306,64 @@ def standardise(X_train, X_test):
     return (X_train - mean) / sd, (X_test - mean) / sd
 
 
-def _portable(arg):
-    """A command-line argument as a report shows it: an absolute path relative to
-    the repository when inside it, else its last component (another machine's
+def _shown_from():
+    """``(prefix, base)``: how a report's command starts and the folder its
+    relative paths are relative to: ``cd bench && python `` from ``bench/``,
+    ``python bench/`` from the repository root (and from anywhere else, whose
     folders mean nothing to a reader)."""
+    if os.path.abspath(os.getcwd()) == os.path.abspath(BENCH):
+        return "cd bench && python ", BENCH
+    return "python bench/", os.path.dirname(os.path.abspath(BENCH))
+
+
+def _portable(arg, base=None):
+    """A command-line argument as a report shows it: an absolute path relative to
+    ``base`` (default: the repository) when inside the repository, else its last
+    component (another machine's folders mean nothing to a reader)."""
     if not os.path.isabs(arg):
         return arg
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.abspath(BENCH))
+    base = root if base is None else base
     inside = os.path.commonpath([root, os.path.abspath(arg)]) == root
-    return os.path.relpath(arg, root) if inside else os.path.basename(arg)
+    return os.path.relpath(arg, base) if inside else os.path.basename(arg)
+
+
+#: Environment variables that change a run's timings, shown in its command when set.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def command_line(argv):
+    """The command that reproduces a report, as its reader types it: ``argv`` (the
+    script, then its arguments) from the folder it ran in, ``bench/`` or the
+    repository root, with no absolute path of this machine, and the thread counts
+    set in the environment (``OPENBLAS_NUM_THREADS=1 python ...``)."""
+    prefix, base = _shown_from()
+    script = os.path.basename(argv[0]) if argv else "?"
+    args = [_portable(a, base) for a in argv[1:]]
+    env = " ".join(f"{name}={os.environ[name]}" for name in THREAD_VARIABLES
+                   if name in os.environ)
+    if env:
+        prefix = prefix.replace("python ", f"{env} python ", 1)
+    return prefix + " ".join([script] + args)
+
+
+def shown_path(path):
+    """A file's path as a progress line shows it: relative to the folder the
+    command runs in when inside the repository, else its last component."""
+    return _portable(os.path.abspath(path), os.getcwd())
 
 
 def footer(argv, t0, jobs=None):
-    """The report's last lines: the date, the command, the machine and BLAS, the run
-    time."""
+    """The report's last lines: the date, the command (see :func:`command_line`),
+    the machine and BLAS, the run time."""
     import sys
 
     import datetime
 
     argv = sys.argv if argv is None else argv
-    script = "bench/" + os.path.basename(argv[0]) if argv else "?"
     par = f" {jobs} joblib worker(s), 1 BLAS thread each;" if jobs and jobs > 1 else ""
-    args = [_portable(a) for a in argv[1:]]
     return ["", f"{datetime.date.today().isoformat()}. Command: "
-            f"`python {' '.join([script] + args)}`  ",
+            f"`{command_line(argv)}`  ",
             machine_line() + f"{par} {time.perf_counter() - t0:.0f} s in all.", ""]
 
 

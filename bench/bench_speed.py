@@ -44,7 +44,8 @@ import time
 import warnings
 
 import numpy as np
-from _common import best_of, cholesky_time, machine_line, make_data, standalone
+from _common import (best_of, cholesky_time, command_line, figure_ref, machine_line,
+                     make_data, shown_path, standalone)
 from sklearn.gaussian_process import GaussianProcessClassifier as SkGPC
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -313,10 +314,10 @@ def _reps_text(repeat):
             if repeat > 1 else "single runs")
 
 
-def report(fits, gpy, iters, repeat, figure_path, command=None, seconds=None):
+def report(fits, gpy, iters, repeat, figure_link, command=None, seconds=None):
     lines = []
     if command is not None:
-        lines += [f"Command: `python {' '.join(command)}`  ", machine_line(), ""]
+        lines += [f"Command: `{command_line(command)}`  ", machine_line(), ""]
     reps = _reps_text(repeat)
     lines += [
         "## Speed: fit and predict against scikit-learn (8-D `make_data`, fixed "
@@ -439,9 +440,8 @@ def report(fits, gpy, iters, repeat, figure_path, command=None, seconds=None):
                 f"| {r['n']} | {r['label']} | {r['likelihood']} | {r['text']} | "
                 f"{r['t']:.3g} | {r['t'] / r['t_chol']:.1f} | {r['per_iter']:.2f} | "
                 f"{1e3 * r['t_chol']:.1f} | {r['notes']} |")
-    if figure_path:
-        lines += ["", f"Figure: fit and predict times against n, "
-                      f"[`{figure_path}`]({figure_path})."]
+    if figure_link:
+        lines += ["", f"Figure: fit and predict times against n, {figure_link}."]
     if seconds is not None:
         lines += ["", f"This speed suite took {seconds:.0f} s."]
     return "\n".join(lines) + "\n"
@@ -514,18 +514,10 @@ def run(args, command=None):
     if fits:
         figure_path = os.path.join(out, FIGURE)
         figure(fits, gpy, figure_path)
-        print(f"  speed: figure {figure_path}", flush=True)
-        link = _link(figure_path)
+        print(f"  speed: figure {shown_path(figure_path)}", flush=True)
+        link = figure_ref(figure_path)
     return report(fits, gpy, iters, repeat, link, command,
                   time.perf_counter() - t_start)
-
-
-def _link(path):
-    """The figure's path as the report names it: relative to the ``bench`` folder
-    (where ``RESULTS.md`` lives) when inside it, else absolute."""
-    path = os.path.abspath(path)
-    rel = os.path.relpath(path, BENCH)
-    return path if rel.startswith("..") else rel
 
 
 def main(argv=None):

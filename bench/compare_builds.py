@@ -181,7 +181,24 @@ def _describe(python, label):
     code = "import gpc; print(gpc.__version__)"
     version = subprocess.run([python, "-c", code], capture_output=True, text=True,
                              cwd="/", check=True).stdout.strip()
-    return f"gpc {version}" + (f" ({label})" if label else f" under {python}")
+    return f"gpc {version}" + (f" ({label})" if label else "")
+
+
+def _command(argv):
+    """This run's command as its report shows it (``_common.command_line``), the two
+    builds' interpreters, paths of this machine, named by what they are."""
+    from _common import command_line
+
+    shown, which = [], None
+    for arg in argv:
+        if which:
+            arg, which = f"<python of the build {which}>", None
+        elif arg in ("--before", "--after"):
+            which = arg[2:]
+        elif arg.startswith(("--before=", "--after=")):
+            arg = f"{arg.split('=')[0]}=<python of the build {arg[2:].split('=')[0]}>"
+        shown.append(arg)
+    return command_line([os.path.basename(__file__)] + shown)
 
 
 def _session(pythons, first, only, rounds, times):
@@ -252,6 +269,7 @@ def main(argv=None):
                     help="only the workloads whose names contain one of these")
     ap.add_argument("--write", help="also write the table to this markdown file")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
     if args.worker:
         return worker(args.only)
@@ -259,6 +277,7 @@ def main(argv=None):
         ap.error("--before is required")
     text = compare(args.before, args.after, args.rounds, args.sessions, args.labels,
                    args.only)
+    text = f"Command: `{_command(argv)}`\n\n" + text
     print(text)
     if args.write:
         with open(args.write, "w", encoding="utf-8") as f:

@@ -31,7 +31,8 @@ import time
 import warnings
 
 import numpy as np
-from _common import add_paper_arguments, footer, paper_main, run_tasks, standardise
+from _common import (add_paper_arguments, footer, paper_main, run_tasks, shown_path,
+                     standardise)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -158,7 +159,7 @@ def run(args, argv=None):
                   "restart(s)).", ""]
     fits = sum(s.get("seconds", 0.0) for s in scores)
     lines += [f"The {len(tasks)} fits took {fits:.0f} s in all"
-              + (f" (those of earlier runs read from `{args.checkpoint}`)."
+              + (f" (those of earlier runs read from `{shown_path(args.checkpoint)}`)."
                  if args.checkpoint else "."), ""]
     return "\n".join(lines + footer(argv, t0, args.jobs))
 

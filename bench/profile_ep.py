@@ -19,10 +19,11 @@ validation; a workspace kept across calls), the contraction (no finiteness passe
 """
 
 import argparse
+import sys
 import time
 
 import numpy as np
-from _common import machine_line, make_data, publish, settle
+from _common import command_line, machine_line, make_data, publish, settle
 from bench_ep import _kernel, _moved
 from scipy.linalg import lapack
 
@@ -88,9 +89,10 @@ def profile(n, repeat):
             f"{info['n_single_precision']} single- and "
             f"{info['n_sweeps'] + 1 - info['n_single_precision']} double-precision "
             f"factorisations, {info['n_linearised_sweeps']} linearised sweeps")
-    intro = ("`cd bench && python profile_ep.py` on a build with the meson option "
-             "`timers` (timers around each step of the compiled EP loop; see the "
-             "script). Same data, kernel and warm start "
+    intro = (f"`{command_line(sys.argv)}` on a build "
+             "with the meson option `timers` (`python -m pip install . "
+             "-Csetup-args=-Dtimers=true`: timers around each step of the compiled "
+             "EP loop; see the script). Same data, kernel and warm start "
              "as the EP speed table; means over the runs and their units, where "
              "that table takes the median of per-round ratios (the two differ by "
              "a few tenths: this machine's speed drifts).")

@@ -49,8 +49,8 @@ import paper_meanfield
 import paper_pl
 import paper_sparse
 import paper_vb
-from _common import (BENCH, RESULTS, broken_links, machine_line, publish,
-                     relink)
+from _common import (BENCH, RESULTS, broken_links, command_line, machine_line,
+                     publish, relink)
 
 SPEED = {"defaults": bench_defaults, "laplace": bench_laplace, "ep": bench_ep,
          "pl": bench_pl, "adf": bench_adf, "sparse": bench_sparse,
@@ -106,7 +106,7 @@ def main(argv=None):
         else "full mode"
     sections = ["# Benchmark results", "",
                 f"{datetime.date.today().isoformat()}, {mode}. Command: "
-                f"`python bench/run_all.py {' '.join(argv[1:])}`  ", machine_line(), ""]
+                f"`{command_line(argv)}`  ", machine_line(), ""]
     todo = [name for name in ORDER if name in args.only]
     for name in ORDER:
         if name in args.only:

@@ -88,3 +88,22 @@ def test_reports_see_the_load_of_other_processes(common):
         spin.wait()
     assert 0.3 / os.cpu_count() < share <= 1.0
     assert "other processes used" in common.machine_line()
+
+
+@pytest.mark.parametrize("where", ["root", "bench"])
+def test_commands_name_no_path_of_this_machine(where, tmp_path, common, monkeypatch):
+    # A report's command is typed from the repository root or from bench/, and
+    # carries no folder of the machine it ran on; nor do its figures' links.
+    monkeypatch.chdir(BENCH if where == "bench" else ROOT)
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    argv = [str(BENCH / "paper_vb.py"), "--out", str(BENCH / "results"),
+            "--write", str(tmp_path / "report.md")]
+    command = common.command_line(argv)
+    shown = {"root": "python bench/paper_vb.py --out bench/results --write report.md",
+             "bench": "cd bench && python paper_vb.py --out results --write report.md"}
+    assert command == shown[where]
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert "OPENBLAS_NUM_THREADS=1 python " in common.command_line(argv)
+    figure = common.figure_ref(str(tmp_path / "fig.png"))
+    assert str(tmp_path) not in figure and figure.startswith("[`fig.png`](")
