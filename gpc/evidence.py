@@ -152,8 +152,8 @@ class Evidence:
 
     It holds the model at the current theta (``kernel``, ``likelihood``) and
     the map between the two (:class:`ModelParameters`).  A model's objective
-    implements :meth:`_run` (its inference at the current model) and
-    :meth:`_value_and_gradient` (the objective from a run).
+    implements ``_run`` (its inference at the current model) and
+    ``_value_and_gradient`` (the objective from a run).
 
     Parameters
     ----------

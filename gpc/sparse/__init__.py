@@ -1,7 +1,8 @@
 """Sparse Gaussian processes: classification and regression on a set of
 inducing inputs (basis vectors) of bounded size, for data sets of any size.
 
-The estimators :class:`SparseGPClassifier` and :class:`SparseGPRegressor` have
+The estimators :class:`~gpc.SparseGPClassifier` and
+:class:`~gpc.SparseGPRegressor` have
 two methods.  The default, ``method="ep"``, fixes the inducing inputs
 (k-means++, or given) and learns the hyperparameters by maximising the sparse EP
 evidence with its exact gradient.  ``method="online"`` is the sparse online GP of
@@ -11,7 +12,7 @@ The package keeps the algorithms apart from the estimators, and Dask apart from
 both:
 
 * :mod:`gpc.sparse.ep`: expectation propagation on inducing inputs
-  (:func:`sparse_ep`), its evidence and exact gradient;
+  (:func:`~gpc.sparse.sparse_ep`), its evidence and exact gradient;
 * :mod:`gpc.sparse.learning`: evidence maximisation for it, in stages on
   growing random subsets of the data;
 * :mod:`gpc.sparse.online`: the sparse online GP, its EP sweeps and EM step;

@@ -1,6 +1,6 @@
 """Everything of the sparse models that knows of Dask: the executor that runs a
 chunk's task on the worker holding it, the chunks of Dask arrays as
-:class:`gpc.sparse._chunked.ChunkedData`, and the checks of the estimators' Dask
+``gpc.sparse._chunked.ChunkedData``, and the checks of the estimators' Dask
 inputs.  Dask itself is imported only when Dask data are fitted."""
 
 import functools
@@ -51,7 +51,7 @@ def _client():
 
 
 def dask_data(X, y, encoder, likelihood, estimator, random_state):
-    """Dask data as :class:`ChunkedData` on the current client's workers.
+    """Dask data as ``ChunkedData`` on the current client's workers.
 
     Parameters
     ----------

@@ -83,7 +83,7 @@ __all__ = ["SparseEPResult", "sparse_ep"]
 
 @dataclass
 class SparseEPResult:
-    """What :func:`sparse_ep` returns.
+    """What :func:`~gpc.sparse.sparse_ep` returns.
 
     Attributes
     ----------
@@ -354,7 +354,7 @@ def _sweep(data, run_chunk, sites, own, M):
 
 def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
         compute_gradient, verbose):
-    """EP on chunked data (:class:`gpc.sparse._chunked.ChunkedData`); ``sites`` per chunk
+    """EP on chunked data (``gpc.sparse._chunked.ChunkedData``); ``sites`` per chunk
     or None.  Returns ``(post, parts, sites, info)``: the posterior the evidence
     and gradient were taken at, the chunks' stats of that pass, the sites."""
     ex, M = data.executor, prior.Z.shape[0]

@@ -1,5 +1,5 @@
-"""The sparse estimators: :class:`SparseGPClassifier` and
-:class:`SparseGPRegressor` (see :mod:`gpc.sparse`)."""
+"""The sparse estimators: :class:`~gpc.SparseGPClassifier` and
+:class:`~gpc.SparseGPRegressor` (see :mod:`gpc.sparse`)."""
 
 import copy
 import time
@@ -277,7 +277,7 @@ class _SparseGP(BaseEstimator):
     def _fit_ep(self, X, y):
         """Sparse EP on inducing inputs; hyperparameters by staged L-BFGS-B on its
         evidence (:func:`gpc.sparse.learning.maximize_sparse_evidence`).  ``X`` is an
-        array, or a :class:`gpc.sparse._chunked.ChunkedData` (then ``y`` is None)."""
+        array, or a ``gpc.sparse._chunked.ChunkedData`` (then ``y`` is None)."""
         kernel, likelihood = self._check_params()
         data = X if isinstance(X, ChunkedData) else ChunkedData.from_arrays(
             X, y, max(self.chunk_size, 2048), self.random_state)

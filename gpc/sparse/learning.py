@@ -29,7 +29,7 @@ class SparseEvidence(Evidence):
     ----------
     kernel, likelihood : the model at its initial parameters
     X, y, Z : data and inducing inputs
-        ``X`` may be a :class:`gpc.sparse._chunked.ChunkedData` (then ``y`` is None):
+        ``X`` may be a ``gpc.sparse._chunked.ChunkedData`` (then ``y`` is None):
         data held in chunks, here or by Dask workers.
     learn_likelihood : bool
         Whether the likelihood's free parameters are part of theta.
@@ -38,7 +38,7 @@ class SparseEvidence(Evidence):
     verbose : int
         One line per evaluation when > 0 (log evidence, gradient norm, time).
     **options
-        Passed to :func:`sparse_ep` (jitter, tol, max_iter, damping,
+        Passed to :func:`~gpc.sparse.sparse_ep` (jitter, tol, max_iter, damping,
         cache_bytes; chunk_size for arrays).
     """
 
@@ -98,7 +98,7 @@ class SparseEvidence(Evidence):
         return self.params.theta.shape[0]
 
     def run(self, theta, compute_gradient=True):
-        """:func:`sparse_ep` at theta from the kept sites (a line per sweep
+        """:func:`~gpc.sparse.sparse_ep` at theta from the kept sites (a line per sweep
         when verbose), the sites kept as they were."""
         return self.infer(theta, compute_gradient)[0]
 
@@ -162,7 +162,7 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
     """Staged L-BFGS-B maximisation of the sparse EP evidence.
 
     The stages (:func:`stage_sizes`) run on nested random subsets of ``data`` (a
-    :class:`gpc.sparse._chunked.ChunkedData`), each starting from the previous stage's
+    ``gpc.sparse._chunked.ChunkedData``), each starting from the previous stage's
     optimum and, for the examples they share, from its sites; the last stage is
     the whole data.  The last stage runs L-BFGS-B until the largest absolute
     projected gradient of the log evidence per example is at most ``gtol``
