@@ -239,8 +239,9 @@ def figure_ref(png):
     ``bench`` is named by its file name alone, never by this machine's folders."""
     path = os.path.abspath(png)
     rel = os.path.relpath(path, BENCH).replace(os.sep, "/")
-    text = os.path.basename(path) if rel.startswith("../") else rel
-    return f"[`{text}`]({rel})"
+    if rel.startswith("../"):
+        rel = os.path.basename(path)
+    return f"[`{rel}`]({rel})"
 
 
 def run_tasks(fn, tasks, jobs=1, describe=None, backend=None, checkpoint=None):
