@@ -99,7 +99,7 @@ def fig1(n_splits, sizes, png, verbose=True):
         X, y, X_test, f_test = friedman(s)
         full[s] = exact_gp_mse(kernel, noise, X, y, X_test, f_test)
         for j, d in enumerate(sizes):
-            reg = gpc.SparseGPRegressor(kernel, method="online", likelihood=lik,
+            reg = gpc.SparseGPRegressor(kernel, method="adf", likelihood=lik,
                                         max_basis=d, optimizer=None).fit(X, y)
             sparse[s, j] = np.mean((reg.predict(X_test) - f_test) ** 2)
             partial[s, j] = exact_gp_mse(kernel, noise, X[:d], y[:d], X_test, f_test)
@@ -155,7 +155,7 @@ def fig2(n_seeds, png, verbose=True):
     for seed in range(n_seeds):
         X, y, _ = toy(seed)
         for name, lik in liks.items():
-            reg = gpc.SparseGPRegressor(kernel, method="online", likelihood=lik,
+            reg = gpc.SparseGPRegressor(kernel, method="adf", likelihood=lik,
                                         max_basis=50, n_sweeps=11,
                                         n_em=30).fit(X, y)
             rates[name].append(reg.likelihood_.rate)
@@ -216,7 +216,7 @@ def fig5(n_splits, n_em, png, verbose=True):
         X, X_test, y, y_test = crabs_split(s)
         kernel = C(1.0) * RBF(np.full(6, 10.0), length_scale_bounds=(1e-3, 1e5))
         for it in range(n_em + 1):
-            clf = gpc.SparseGPClassifier(kernel, method="online", likelihood="probit",
+            clf = gpc.SparseGPClassifier(kernel, method="adf", likelihood="probit",
                                          max_basis=25,
                                          n_sweeps=11, n_em=1 if it else 0,
                                          tol=1e-6).fit(X, y)

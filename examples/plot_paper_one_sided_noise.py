@@ -39,7 +39,7 @@ likelihoods = {"one-sided exponential": gpc.likelihoods.OneSidedExponential(1.0)
                "symmetric Laplace": gpc.likelihoods.Laplace(1.0)}
 fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
 for ax, (name, likelihood) in zip(axes, likelihoods.items()):
-    reg = gpc.SparseGPRegressor(C(1.0, "fixed") * RBF(1.0, "fixed"), method="online",
+    reg = gpc.SparseGPRegressor(C(1.0, "fixed") * RBF(1.0, "fixed"), method="adf",
                                 likelihood=likelihood, max_basis=50, n_sweeps=11,
                                 n_em=30)
     with warnings.catch_warnings():

@@ -4,7 +4,7 @@ Streaming data with the sparse online GP
 =========================================
 
 Examples arrive in batches and are seen once. The sparse online Gaussian process
-of Csató and Opper (``SparseGPClassifier(method="online")``) updates its posterior
+of Csató and Opper (``SparseGPClassifier(method="adf")``) updates its posterior
 with each example and keeps it on at most ``max_basis`` basis vectors, so its
 memory stays fixed however long the stream runs. We follow the test log loss as
 the stream goes on, against a full Gaussian process fitted on all the data at
@@ -34,7 +34,7 @@ kernel = C(4.0) * RBF(1.0)          # fixed hyperparameters: the stream only upd
 
 # %%
 # The stream: 20 batches of 100 examples, one ``partial_fit`` each.
-stream = gpc.SparseGPClassifier(kernel, method="online", max_basis=40,
+stream = gpc.SparseGPClassifier(kernel, method="adf", max_basis=40,
                                 optimizer=None, likelihood="probit")
 seen, losses, X_all, y_all = [], [], [], []
 for batch in range(20):

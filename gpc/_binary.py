@@ -1,30 +1,38 @@
 """The binary Gaussian process classifier behind :class:`gpc.GaussianProcessClassifier`."""
 
-import warnings
-from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.gaussian_process.kernels import RBF
-from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._estimator import (DEFAULT_LIKELIHOOD, check_optimizer, classes_from_proba,
+                         default_kernel, kernel_priors)
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           check_integer)
+from .evidence import EvidenceObjective, data_fingerprint
 from .inference import (InferenceResult, check_options, checked_kernel_matrix,
                         get_method)
 from .kernels import (as_kernel, cross_covariance_chunks, has_white_noise,
                       kernel_matrix)
 from .likelihoods import get_likelihood
-from .evidence import EvidenceObjective, data_fingerprint
 from .optimize import learning_starts, maximize_evidence, median_distance
+
 _DEFAULT_METHOD = "laplace"
 #: Elements (float64) of one block of cross-covariances in prediction (32 MB).
 _PREDICT_BLOCK = 1 << 22
-#: Class probabilities closer than this count as tied (see ``predict_proba``).
-_TIE_TOL = 1e-12
+
+
+class Setup(NamedTuple):
+    """What a dense estimator's parameters describe, checked: the model to fit."""
+    kernel: object          # a fresh kernel, or (multinomial) the list of them
+    likelihood: object
+    inference: object       # the registered method (gpc.inference.InferenceMethod)
+    options: dict           # its checked options
+    priors: object = None   # aligned with the kernel's theta, or None
+    shared: bool = True     # multinomial: one kernel shared by the classes
 
 
 def _is_online(estimator):
@@ -39,95 +47,6 @@ def _concatenate(a, b):
     return list(a) + list(b)
 
 
-def classes_from_proba(classes, proba):
-    """``predict`` from ``predict_proba``: with two classes ``classes[1]`` exactly
-    where ``proba[:, 1] >= 0.5`` (a tie goes to ``classes[1]``, as scikit-learn's
-    tests require), with more the class of largest probability."""
-    if len(classes) == 2:
-        return np.where(proba[:, 1] >= 0.5, classes[1], classes[0])
-    return classes[np.argmax(proba, axis=1)]
-
-
-def warn_if_all_tied(proba, at_bounds=(), stacklevel=3):
-    """Warn when every row of ``proba`` (two or more) has its two largest class
-    probabilities tied; ``at_bounds``: the learnt hyperparameters that ended
-    at a bound, named in the warning; ``stacklevel``: as the caller would give
-    it to ``warnings.warn``."""
-    if proba.shape[0] < 2:
-        return
-    top2 = np.sort(proba, axis=1)[:, -2:]
-    if np.any(top2[:, 1] - top2[:, 0] > _TIE_TOL):
-        return
-    where = (f"; evidence maximisation ended at the bounds of {sorted(at_bounds)}"
-             if at_bounds else "")
-    warnings.warn(
-        f"All {proba.shape[0]} inputs get tied class probabilities (to within "
-        f"{_TIE_TOL:g}), so the model predicts nothing for them and predict's "
-        f"classes follow from ties{where}. The kernel gives these inputs no "
-        "covariance with the training data: scale the inputs (e.g. "
-        "sklearn.preprocessing.StandardScaler) or widen the bounds.",
-        UserWarning, stacklevel=stacklevel + 1)
-
-
-def _at_bounds(estimator, atol=1e-6):
-    """Names of the learnt kernel hyperparameters of a fitted binary estimator
-    that ended at one of their bounds (none when nothing was learnt)."""
-    if getattr(estimator, "optimizer_result_", None) is None:
-        return []
-    return kernel_at_bounds(estimator.kernel_, atol)
-
-
-def kernel_at_bounds(kernel, atol=1e-6):
-    """Names of a kernel's free hyperparameters at one of their bounds."""
-    if not kernel.n_dims:
-        return []
-    names = [h.name if h.n_elements == 1 else f"{h.name}[{k}]"
-             for h in kernel.hyperparameters if not h.fixed
-             for k in range(h.n_elements)]
-    theta, bounds = kernel.theta, kernel.bounds
-    close = (np.isclose(theta, bounds[:, 0], rtol=0.0, atol=atol)
-             | np.isclose(theta, bounds[:, 1], rtol=0.0, atol=atol))
-    return [name for name, c in zip(names, close) if c]
-
-
-def kernel_priors(priors, kernels):
-    """``priors`` (dict by hyperparameter name, or a sequence aligned with the
-    kernels' thetas one after another) checked and made a list aligned with
-    them; None without priors.  A name given in the dict applies to that
-    hyperparameter of every kernel."""
-    if priors is None:
-        return None
-    free = [h for k in kernels for h in k.hyperparameters if not h.fixed]
-    names = [h.name for h in free]
-    n_theta = sum(len(k.theta) for k in kernels)
-    if isinstance(priors, Mapping):
-        unknown = set(priors) - set(names)
-        if unknown:
-            raise ValueError(f"priors names unknown hyperparameters {sorted(unknown)}"
-                             f"; the free ones are {sorted(set(names))}.")
-        entries = priors.items()
-        out = [priors.get(h.name) for h in free for _ in range(h.n_elements)]
-    elif isinstance(priors, (Sequence, np.ndarray)) and not isinstance(priors, str):
-        entries = enumerate(priors)
-        out = list(priors)
-        if len(out) != n_theta:
-            raise ValueError(f"priors has {len(out)} entries; the kernel has "
-                             f"{n_theta} free log-hyperparameters.")
-    else:
-        raise TypeError("priors must be a dict by hyperparameter name or a "
-                        f"sequence aligned with kernel.theta, got {priors!r}.")
-    for key, prior in entries:
-        if not (prior is None or callable(getattr(prior, "log_density", None))):
-            raise TypeError(f"priors[{key!r}] must be None or a prior such as "
-                            "gpc.LogNormalPrior or gpc.GammaPrior (an object with "
-                            f"log_density(theta)), got {prior!r}.")
-    return out
-
-
-def _default_kernel():
-    return C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
-
-
 class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     """Binary GP classifier on any inference method of gpc (used by the public class).
 
@@ -139,7 +58,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
-                 random_state=None, method=_DEFAULT_METHOD, likelihood="logit",
+                 random_state=None, method=_DEFAULT_METHOD, likelihood=DEFAULT_LIKELIHOOD,
                  inference_options=None, priors=None, verbose=0):
         self.kernel = kernel
         self.optimizer = optimizer
@@ -172,25 +91,23 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_fit_params(self):
         """Check the parameters that do not depend on the model; return the
-        registered inference method."""
+        registered inference method and its checked options."""
         inference = get_method(self.method, self._multinomial)
         check_integer(self.max_iter_predict, "max_iter_predict", 1)
         check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", 0)
-        optimizer = self.optimizer
-        if not (optimizer is None or callable(optimizer)
-                or (isinstance(optimizer, str) and optimizer == "fmin_l_bfgs_b")):
-            raise ValueError(f"optimizer must be 'fmin_l_bfgs_b', a callable or None, "
-                             f"got {optimizer!r}.")
-        self._inference_options()
-        return inference
+        check_optimizer(self.optimizer)
+        return inference, self._inference_options()
+
+    def _checked(self):
+        """:meth:`_setup`'s model: the one its front checked (once), or a fresh
+        one (a clone fitted by a multi-class wrapper)."""
+        return self.__dict__.pop("_prepared", None) or self._setup()
 
     def _setup(self):
-        """Check the parameters (at the start of fit and partial_fit, and of
-        GaussianProcessClassifier's fit through its ``_check_params``); return a
-        fresh kernel, the likelihood, the registered inference method
-        (:class:`gpc.inference.InferenceMethod`) and the priors aligned with the
-        kernel's theta (None without priors)."""
-        kernel = _default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
+        """Check the parameters; return the model they describe (a
+        :class:`Setup`: a fresh kernel, the likelihood, the registered inference
+        method, its options and the priors aligned with the kernel's theta)."""
+        kernel = default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
         likelihood = get_likelihood(self.likelihood)
         if likelihood.multinomial:
             raise ValueError("the 'softmax' likelihood is the multinomial model's: "
@@ -200,7 +117,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"likelihood {likelihood.name!r} is a regression likelihood;"
                              " GaussianProcessClassifier needs a classification one "
                              "(logit, probit, noisy_threshold, step).")
-        inference = self._check_fit_params()
+        inference, options = self._check_fit_params()
         optimizer = self.optimizer
         if (optimizer is not None and inference.learning_needs_noise
                 and kernel.n_dims > 0 and not has_white_noise(kernel)):
@@ -211,7 +128,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                 "short length scales) and gives poor probabilities.  Add a noise "
                 "term (e.g. + WhiteKernel(1e-2)), or learn the hyperparameters with "
                 "another method (e.g. 'ep') and pass its kernel_ with optimizer=None.")
-        return kernel, likelihood, inference, kernel_priors(self.priors, [kernel])
+        return Setup(kernel, likelihood, inference, options,
+                     kernel_priors(self.priors, [kernel]))
 
     def fit(self, X, y):
         """Fit the binary classifier (all state is set only once fitting succeeded).
@@ -225,7 +143,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kernel, likelihood, inference, priors = self._setup()
+        kernel, likelihood, inference, options, priors, _ = self._checked()
         encoder = LabelEncoder()
         y01 = encoder.fit_transform(y)
         classes = encoder.classes_
@@ -245,7 +163,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
 
         K, jitter = checked_kernel_matrix(kernel, X_train)
         objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
-                                      self._inference_options(), state=state,
+                                      options, state=state,
                                       jitter=jitter,
                                       learn_likelihood=self.optimizer is not None, K=K)
         del K     # the objective's first evaluation uses it (then drops it)
@@ -302,7 +220,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kernel, likelihood, inference, _ = self._setup()
+        kernel, likelihood, inference, options, _, _ = self._checked()
         fitted = hasattr(self, "posterior_")
         if classes is None and not fitted:
             raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -329,7 +247,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             X_train, y01, resume = X_new, np.searchsorted(classes, y), None
         self._check_memory(len(y01))
         K = kernel_matrix(kernel, X_train)
-        options = dict(self._inference_options(), n_sweeps=1, resume=resume)
+        options = dict(options, n_sweeps=1, resume=resume)
         result = inference(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
         self._store(kernel, likelihood, X_train, y01, classes, 0.0, result, None,
                     data_fingerprint(X_train, y01))

@@ -9,8 +9,8 @@ from sklearn.gaussian_process.kernels import CompoundKernel
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 
-from ._binary import (_BinaryGaussianProcessClassifier, _default_kernel,
-                      kernel_priors)
+from ._binary import Setup, _BinaryGaussianProcessClassifier
+from ._estimator import default_kernel, kernel_priors
 from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
                           multinomial_fit_arrays)
 from .inference import checked_kernel_matrix
@@ -27,12 +27,12 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
     _multinomial = True
 
     def _setup(self):
-        """Check the parameters; return the fresh kernels (one when shared),
-        whether they are shared, and the registered method."""
+        """Check the parameters; return the model they describe (a
+        :class:`gpc._binary.Setup` with the fresh kernels, one when shared)."""
         kernel = self.kernel
         shared = kernel is None or not isinstance(kernel, Sequence)
         if shared:
-            kernels = [_default_kernel() if kernel is None else clone(as_kernel(kernel))]
+            kernels = [default_kernel() if kernel is None else clone(as_kernel(kernel))]
         else:
             if len(kernel) < 2:
                 raise ValueError("kernel must be one kernel or a list of one kernel per "
@@ -43,7 +43,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
             raise ValueError("multi_class='multinomial' is the softmax model, whose "
                              f"two-class form is the logit: likelihood={likelihood.name!r}"
                              " is not available for it (use 'logit').")
-        return kernels, shared, self._check_fit_params(), likelihood
+        return Setup(kernels, likelihood, *self._check_fit_params(), shared=shared)
 
     @staticmethod
     def _softmax(likelihood, n_classes):
@@ -59,7 +59,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
 
     def fit(self, X, y):
         """Fit the joint model (all state is set only once fitting succeeded)."""
-        kernels, shared, inference, likelihood = self._setup()
+        kernels, likelihood, inference, options, _, shared = self._checked()
         encoder = LabelEncoder()
         labels = encoder.fit_transform(y)
         classes = encoder.classes_
@@ -84,7 +84,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                 f"semi-definite on the training data: {exc}") from exc
         objective = MultinomialEvidence(
             kernels, shared, X_train, labels, self._softmax(likelihood, classes.size),
-            inference, self._inference_options(), state, jitters)
+            inference, options, state, jitters)
         optimum = None
         if self.optimizer is not None and objective.theta.shape[0] > 0:
             optimum = maximize_evidence(
@@ -150,7 +150,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
             return self.log_marginal_likelihood_value_
         objective = MultinomialEvidence(
             self.kernels_, self._shared, self.X_train_, self.y_train_, self.likelihood_,
-            self._check_fit_params(), self._inference_options(), self._warm_state[1],
+            *self._check_fit_params(), self._warm_state[1],
             self.jitter_)
         if eval_gradient:
             value, grad = objective(theta)

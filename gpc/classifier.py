@@ -1,21 +1,16 @@
 """scikit-learn compatible Gaussian process classifiers."""
 
-import copy
-
 import numpy as np
-from sklearn.base import ClassifierMixin, BaseEstimator
 from sklearn.gaussian_process.kernels import CompoundKernel
-from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._binary import (_DEFAULT_METHOD, _BinaryGaussianProcessClassifier, _at_bounds,
-                      _is_online, classes_from_proba, warn_if_all_tied)
+from ._binary import _DEFAULT_METHOD, _BinaryGaussianProcessClassifier, _is_online
+from ._estimator import DEFAULT_LIKELIHOOD, ClassifierFront
 from ._multinomial import _MultinomialGaussianProcessClassifier
 
 
-class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
+class GaussianProcessClassifier(ClassifierFront):
     """Gaussian process classification with a choice of approximate inference.
 
     A drop-in for :class:`sklearn.gaussian_process.GaussianProcessClassifier`: the
@@ -150,7 +145,7 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
                  random_state=None, multi_class="one_vs_rest", n_jobs=None,
-                 method=_DEFAULT_METHOD, likelihood="logit", inference_options=None,
+                 method=_DEFAULT_METHOD, likelihood=DEFAULT_LIKELIHOOD, inference_options=None,
                  priors=None, verbose=0):
         self.kernel = kernel
         self.optimizer = optimizer
@@ -178,45 +173,14 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         return (dict(ensure_2d=True, dtype="numeric") if self._vector_input()
                 else dict(ensure_2d=False, dtype=None))
 
-    def _validate_X(self, X):
-        return validate_data(self, X, reset=False, **self._validation_kwargs())
-
-    def fit(self, X, y):
-        """Fit the Gaussian process classifier.
-
-        Nothing on the estimator changes unless fitting succeeds.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or list of object
-            Training inputs.
-        y : array-like of shape (n_samples,)
-            Target classes (any two or more labels).
-
-        Returns
-        -------
-        self : object
-        """
-        self._check_params()
-        def run():
-            X_, y_ = validate_data(self, X, y, multi_output=False,
-                                   **self._validation_kwargs())
-            check_classification_targets(y_)
-            classes = np.unique(y_)
-            if classes.size == 1:
-                raise ValueError(
-                    "GaussianProcessClassifier requires 2 or more distinct classes; got "
-                    f"1 class (only class {classes[0]} is present)")
-            binary = self._binary()
-            previous = getattr(self, "base_estimator_", None)
-            if self.warm_start and type(previous) is type(binary) \
-                    and hasattr(previous, "_warm_state"):
-                binary._warm_state = previous._warm_state
-            base = self._wrap(binary, classes)
-            base.fit(X_, y_)
-            return base, classes
-
-        return self._fit_keeping_state(run)
+    def _warm(self, binary):
+        """With ``warm_start``, the binary (or joint) estimator starts from the
+        state of the fitted one."""
+        previous = getattr(self, "base_estimator_", None)
+        if self.warm_start and type(previous) is type(binary) \
+                and hasattr(previous, "_warm_state"):
+            binary._warm_state = previous._warm_state
+        return binary
 
     @available_if(_is_online)
     def partial_fit(self, X, y, classes=None):
@@ -256,49 +220,20 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         >>> bool(np.allclose(clf.predict_proba(X), full.predict_proba(X)))
         True
         """
-        self._check_params()
-        first = getattr(self, "base_estimator_", None) is None
-
-        def run():
-            X_, y_ = validate_data(self, X, y, multi_output=False, reset=first,
-                                   **self._validation_kwargs())
-            if first:
-                if classes is None:
-                    raise ValueError("classes must be passed on the first call to "
-                                     "partial_fit.")
-                all_classes = np.unique(classes)
-                if all_classes.size < 2:
-                    raise ValueError("partial_fit needs at least 2 classes, got "
-                                     f"{all_classes}.")
-                base = self._wrap(self._binary(), all_classes)
-            else:
-                all_classes = self.classes_
-                if classes is not None and not np.array_equal(np.unique(classes),
-                                                              all_classes):
-                    raise ValueError(f"classes {np.unique(classes)} differ from those "
-                                     f"of the first call, {all_classes}.")
-                base = self.base_estimator_
-                if all_classes.size > 2:
-                    # The wrapper updates its binary problems one after another: work
-                    # on a copy, so that a failure leaves none of them changed.
-                    base = copy.deepcopy(base)
-            base.partial_fit(X_, y_, classes=all_classes)
-            return base, all_classes
-
-        return self._fit_keeping_state(run)
+        return super().partial_fit(X, y, classes)
 
     def _check_params(self):
-        """Check every parameter before the data (those of the binary problems by
-        their estimator's check)."""
+        """Check every parameter before the data; return the binary (or joint)
+        estimator to fit, its own parameters checked."""
         if isinstance(self.kernel, CompoundKernel):
             raise ValueError("kernel cannot be a CompoundKernel")
-        if self.multi_class not in ("one_vs_rest", "one_vs_one", "multinomial"):
-            raise ValueError(f"Unknown multi-class mode {self.multi_class!r}; use "
-                             "'one_vs_rest', 'one_vs_one' or 'multinomial'.")
+        self._check_multi_class(("one_vs_rest", "one_vs_one", "multinomial"))
         if isinstance(self.kernel, (list, tuple)) and not self._multinomial():
             raise ValueError("a list of kernels (one per class) needs "
                              "multi_class='multinomial'.")
-        self._binary()._setup()
+        binary = self._binary()
+        binary._prepared = binary._setup()
+        return binary
 
     def _binary(self):
         """The estimator fitted to the data: the joint model, or the binary one
@@ -313,104 +248,6 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             method=self.method, likelihood=self.likelihood,
             inference_options=self.inference_options, priors=self.priors,
             verbose=self.verbose)
-
-    def _wrap(self, binary, classes):
-        if classes.size == 2 or self._multinomial():
-            return binary
-        wrapper = (OneVsRestClassifier if self.multi_class == "one_vs_rest"
-                   else OneVsOneClassifier)
-        return wrapper(binary, n_jobs=self.n_jobs)
-
-    def _fit_keeping_state(self, run):
-        """Run ``run() -> (base, classes)`` and set the fitted attributes; on any
-        exception restore what validate_data changed (n_features_in_, ...)."""
-        saved = {k: self.__dict__[k] for k in ("n_features_in_", "feature_names_in_")
-                 if k in self.__dict__}
-        try:
-            base, classes = run()
-            if classes.size > 2 and not self._multinomial():
-                lml = np.mean([e.log_marginal_likelihood() for e in base.estimators_])
-            else:
-                lml = base.log_marginal_likelihood()
-        except BaseException:
-            for k in ("n_features_in_", "feature_names_in_"):
-                self.__dict__.pop(k, None)
-            self.__dict__.update(saved)
-            raise
-        self.base_estimator_ = base
-        self.classes_ = classes
-        self.n_classes_ = classes.size
-        self.log_marginal_likelihood_value_ = lml
-        return self
-
-    def predict(self, X):
-        """Predict class labels for X.
-
-        The class of largest probability in :meth:`predict_proba`: with two
-        classes ``classes_[1]`` exactly where ``predict_proba(X)[:, 1] >= 0.5``
-        (a tie goes to ``classes_[1]``, as scikit-learn's tests require); with
-        ``multi_class="one_vs_one"`` the pairwise classifiers' vote.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or list of object
-
-        Returns
-        -------
-        C : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
-            return self.base_estimator_.predict(self._validate_X(X))
-        return classes_from_proba(self.classes_, self.predict_proba(X))
-
-    def predict_proba(self, X):
-        """Class probabilities for X, columns in the order of ``classes_``.
-
-        A warning (:class:`UserWarning`) says when every input gets tied class
-        probabilities, so that the model predicts nothing and ``predict``'s
-        classes follow from ties (see Notes).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or list of object
-
-        Returns
-        -------
-        C : ndarray of shape (n_samples, n_classes)
-
-        Notes
-        -----
-        Tied probabilities everywhere (1/2 with two classes, 1/C with C classes
-        one-vs-rest) mean that the kernel gives these inputs no covariance with the
-        training data, typically because the inputs are not scaled (say, raw
-        pixel values against a unit length scale: standardise them, e.g. with
-        :class:`sklearn.preprocessing.StandardScaler`) or because evidence
-        maximisation ended at a hyperparameter bound (the warning names them).
-        """
-        check_is_fitted(self)
-        if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
-            raise ValueError("one_vs_one multi-class mode does not support predicting "
-                             "probability estimates. Use one_vs_rest mode instead.")
-        proba = self.base_estimator_.predict_proba(self._validate_X(X))
-        self._warn_if_all_tied(proba)
-        return proba
-
-    def _warn_if_all_tied(self, proba):
-        """Warn when every input's classes are tied (see ``warn_if_all_tied``)."""
-        estimators = ([self.base_estimator_] if self.n_classes_ == 2 or self._multinomial()
-                      else self.base_estimator_.estimators_)
-        warn_if_all_tied(proba, {name for e in estimators for name in _at_bounds(e)},
-                         stacklevel=3)
-
-    @property
-    def kernel_(self):
-        """The fitted kernel: a CompoundKernel of the binary ones for > 2 classes
-        one-vs-rest or one-vs-one, and of the classes' kernels for a multinomial
-        model with one kernel per class."""
-        if self.n_classes_ == 2 or self._multinomial():
-            return self.base_estimator_.kernel_
-        return CompoundKernel([e.kernel_ for e in self.base_estimator_.estimators_])
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Log evidence of kernel hyperparameters theta for the training data.
@@ -458,26 +295,3 @@ class GaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                              f"{theta.shape[0]}.")
         return np.mean([e.log_marginal_likelihood(t, clone_kernel=clone_kernel)
                         for e, t in zip(estimators, parts)])
-
-    def latent_mean_and_variance(self, X):
-        """Mean and variance of the latent function at X (binary problems and the
-        multinomial model).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or list of object
-
-        Returns
-        -------
-        latent_mean : ndarray of shape (n_samples,), or (n_samples, n_classes)
-            for the multinomial model (its C latent functions)
-        latent_var : ndarray of shape (n_samples,), or (n_samples, n_classes,
-            n_classes) for the multinomial model (the covariance between the
-            classes' latent values at each input)
-        """
-        check_is_fitted(self)
-        if self.n_classes_ > 2 and not self._multinomial():
-            raise ValueError("Returning the mean and variance of the latent function f "
-                             "is only supported for binary classification, received "
-                             f"{self.n_classes_} classes.")
-        return self.base_estimator_.latent_mean_and_variance(self._validate_X(X))

@@ -140,6 +140,10 @@ class EvidenceOptimum:
     stationary : bool or None
         Whether theta passed :func:`stationarity`'s test (L-BFGS-B only; a
         ConvergenceWarning was given when not).
+    newton : callable or None
+        ``newton(g)``: the quasi-Newton step ``H g`` of the run that ended at
+        theta, for a gradient g of the objective (L-BFGS-B only): the curvature
+        a later maximisation of a similar objective can start from.
     """
 
     theta: np.ndarray
@@ -148,6 +152,12 @@ class EvidenceOptimum:
     n_evaluations: int = 0
     projected_gradient: float = None
     stationary: bool = None
+    newton: object = None
+
+    def __getstate__(self):
+        # newton holds the run's quasi-Newton memory, for a continuation in
+        # this process: not part of a pickled estimator.
+        return dict(self.__dict__, newton=None)
 
 
 class minimisable:
@@ -204,7 +214,8 @@ class minimisable:
 
 def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
                       n_restarts=0, random_state=None, priors=None, verbose=0,
-                      groups=None, starts=(), tol=1e-3):
+                      groups=None, starts=(), tol=1e-3, gtol=1e-5, first_step=None,
+                      min_gain=None):
     """Maximise an evidence over log-hyperparameters.
 
     Parameters
@@ -247,6 +258,15 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
         (:func:`~gpc.optimize.stationarity`), is resumed (up to three times), and
         if the best optimum still ends so, a ConvergenceWarning says so.
         ``projected_gradient`` of the result holds the value.
+    gtol : float, default=1e-5
+        L-BFGS-B's own tolerance on the projected gradient (see :func:`lbfgsb`).
+    first_step : callable, optional
+        ``first_step(g0)``: the length of the first run's first step, from the
+        projected gradient at its start (e.g. a quasi-Newton step of an earlier
+        maximisation's curvature: ``EvidenceOptimum.newton``); default 1.
+    min_gain : float, optional
+        Stop a run when an iteration gains at most about this much (see
+        :func:`lbfgsb`).
 
     Returns
     -------
@@ -298,8 +318,9 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     runs, ends = [], []
     for k, start in enumerate([candidates[0]] + restarts):
         if optimizer == "fmin_l_bfgs_b":
-            run = (staged_lbfgsb(obj_func, candidates, bounds, groups, accept=tol)
-                   if k == 0 else lbfgsb(obj_func, start, bounds, accept=tol))
+            run = (staged_lbfgsb(obj_func, candidates, bounds, groups, gtol, tol,
+                                 first_step, min_gain) if k == 0
+                   else lbfgsb(obj_func, start, bounds, gtol, tol, min_gain=min_gain))
             theta_opt, fmin = run.x, float(run.fun)
             ends.append(run)
         else:
@@ -316,6 +337,7 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
     if ends:
         optimum.projected_gradient, optimum.stationary = _check_stationary(
             ends[best], bounds, tol)
+        optimum.newton = ends[best].newton
     return optimum
 
 
@@ -443,18 +465,21 @@ def projected_gradient(x, g, bounds):
     return pg
 
 
-def staged_lbfgsb(obj_func, candidates, bounds, groups, gtol=1e-5, accept=1e-3):
+def staged_lbfgsb(obj_func, candidates, bounds, groups, gtol=1e-5, accept=1e-3,
+                  first_step=None, min_gain=None):
     """The first start's run of :func:`maximize_evidence` (see its Notes) on a
     function to minimise.  Of the ``candidates``, collapsed to their group
     means, the one of lowest objective starts a tied run to the tolerance
     ``accept`` (it only gives the next run its start); from its end (or from
     ``candidates[0]`` when that is lower), a run over all the parameters to
-    ``gtol`` and ``accept`` (see :func:`lbfgsb`).  Without ties, a run from the
-    lowest candidate.  Returns the final run's result."""
+    ``gtol`` and ``accept`` (see :func:`lbfgsb`; with ``min_gain``).  Without
+    ties, a run from the lowest candidate, its first step ``first_step`` long.
+    Returns the final run's result."""
     candidates = [np.clip(c, bounds[:, 0], bounds[:, 1]) for c in candidates]
     tie = _tying(groups, bounds)
     if tie is None:
-        return lbfgsb(obj_func, _lowest(obj_func, candidates), bounds, gtol, accept)
+        return lbfgsb(obj_func, _lowest(obj_func, candidates), bounds, gtol, accept,
+                      first_step=first_step, min_gain=min_gain)
     index, tied_bounds = tie
     counts = np.bincount(index)
 
@@ -469,7 +494,7 @@ def staged_lbfgsb(obj_func, candidates, bounds, groups, gtol=1e-5, accept=1e-3):
     if not np.array_equal(means[0][index], candidates[0]) and \
             obj_func(candidates[0])[0] < best.fun:
         start = candidates[0]        # not tied, and better than the tied end
-    return lbfgsb(obj_func, start, bounds, gtol, accept)
+    return lbfgsb(obj_func, start, bounds, gtol, accept, min_gain=min_gain)
 
 
 def _lowest(obj_func, points):

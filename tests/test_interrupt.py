@@ -105,7 +105,7 @@ CASES = {
     # Ten features keep the examples novel: most join the basis set and one
     # leaves it per example.  The signal comes after the kernel evaluations.
     "sparse-online": lambda: refit(
-        SparseGPClassifier(RBF(0.5), method="online", optimizer=None,
+        SparseGPClassifier(RBF(0.5), method="adf", optimizer=None,
                            max_basis=2000, chunk_size=3000), 3000, features=10,
         delay=1.0),
 }

@@ -50,7 +50,7 @@ def test_a_regression_target_too_large_for_float64_is_named():
                                  tol=1e-6).log_evidence)
 
 
-@pytest.mark.parametrize("method", ["ep", "online"])
+@pytest.mark.parametrize("method", ["ep", "adf"])
 def test_the_sparse_regressor_refuses_targets_too_large_too(method):
     rng = np.random.RandomState(0)
     X = rng.randn(50, 1)
@@ -61,7 +61,7 @@ def test_the_sparse_regressor_refuses_targets_too_large_too(method):
         reg.fit(X, y)
     reg.fit(X, np.sin(X[:, 0]))
     with pytest.raises(ValueError, match="y holds 1e.200"):
-        reg.set_params(method="online").partial_fit(X, y)
+        reg.set_params(method="adf").partial_fit(X, y)
 
 
 def test_a_negative_prior_variance_is_refused_without_the_psd_check():

@@ -53,7 +53,7 @@ def test_dense_predict_follows_predict_proba_at_ties(method, likelihood):
     _check_binary(clf.fit(X, y), X_test, n_far)
 
 
-@pytest.mark.parametrize("method", ["ep", "online"])
+@pytest.mark.parametrize("method", ["ep", "adf"])
 def test_sparse_predict_follows_predict_proba_at_ties(method):
     X, y, X_test, n_far = _data()
     clf = gpc.SparseGPClassifier(RBF(1.0), method=method, max_basis=10,

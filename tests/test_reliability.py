@@ -42,9 +42,9 @@ def _configs():
     out["sparse-classifier"] = (SparseGPClassifier, dict(max_basis=15, random_state=0))
     out["sparse-regressor"] = (SparseGPRegressor, dict(max_basis=15, random_state=0))
     out["sparse-online-classifier"] = (SparseGPClassifier, dict(
-        method="online", max_basis=15, n_em=2))
+        method="adf", max_basis=15, n_em=2))
     out["sparse-online-regressor"] = (SparseGPRegressor, dict(
-        method="online", max_basis=15, n_em=2))
+        method="adf", max_basis=15, n_em=2))
     return out
 
 
@@ -722,7 +722,7 @@ def test_no_gpc_call_changes_the_blas_threads_other_threads_see():
     K = RBF(1.0)(X)
     calls = {
         "online sparse GP": lambda: gpc.SparseGPClassifier(
-            RBF(1.0), method="online", max_basis=150, optimizer=None).fit(X, y),
+            RBF(1.0), method="adf", max_basis=150, optimizer=None).fit(X, y),
         "sparse EP": lambda: gpc.SparseGPClassifier(
             RBF(1.0), method="ep", max_basis=150, optimizer=None).fit(X, y),
         "elliptical slice": lambda: mcmc.elliptical_slice(

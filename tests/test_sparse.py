@@ -146,11 +146,11 @@ def test_memory_is_bounded_by_the_capacity():
 
 def test_classifier_fit_partial_fit_and_ovr():
     X, y = data(300, 6)
-    clf = gpc.SparseGPClassifier(RBF(1.0), method="online",
+    clf = gpc.SparseGPClassifier(RBF(1.0), method="adf",
                                  max_basis=40, optimizer=None)
     clf.fit(X, y)
     assert clf.n_basis_ <= 40 and clf.score(X, y) > 0.85
-    stream = gpc.SparseGPClassifier(RBF(1.0), method="online",
+    stream = gpc.SparseGPClassifier(RBF(1.0), method="adf",
                                     max_basis=40, optimizer=None,
                                     chunk_size=50)
     with pytest.raises(ValueError, match="classes must be passed"):
@@ -158,19 +158,19 @@ def test_classifier_fit_partial_fit_and_ovr():
     for start in range(0, 300, 50):
         stream.partial_fit(X[start:start + 50], y[start:start + 50], classes=[-1, 1])
     np.testing.assert_allclose(stream.predict_proba(X),
-                               gpc.SparseGPClassifier(RBF(1.0), method="online",
+                               gpc.SparseGPClassifier(RBF(1.0), method="adf",
                                                       max_basis=40,
                                                       optimizer=None, chunk_size=50)
                                .fit(X, y).predict_proba(X), rtol=1e-8)
     # More than two classes: one sparse GP per class.
     y3 = np.digitize(X[:, 0], [-0.5, 0.5])
-    multi = gpc.SparseGPClassifier(RBF(1.0), method="online",
+    multi = gpc.SparseGPClassifier(RBF(1.0), method="adf",
                                    max_basis=30, optimizer=None).fit(X, y3)
     p = multi.predict_proba(X)
     assert p.shape == (300, 3) and np.allclose(p.sum(1), 1)
     assert multi.score(X, y3) > 0.8
     # The classes in two joblib workers: the same fit.
-    parallel = gpc.SparseGPClassifier(RBF(1.0), method="online",
+    parallel = gpc.SparseGPClassifier(RBF(1.0), method="adf",
                                       max_basis=30, optimizer=None,
                                       n_jobs=2).fit(X, y3)
     np.testing.assert_array_equal(parallel.predict_proba(X), p)
@@ -179,14 +179,14 @@ def test_classifier_fit_partial_fit_and_ovr():
 def test_ep_sweeps_and_em_raise_the_evidence():
     X, y = data(400, 7)
     kernel = C(1.0) * RBF(1.0)
-    online = gpc.SparseGPClassifier(kernel, method="online",
+    online = gpc.SparseGPClassifier(kernel, method="adf",
                                     max_basis=50, optimizer=None).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        swept = gpc.SparseGPClassifier(kernel, method="online",
+        swept = gpc.SparseGPClassifier(kernel, method="adf",
                                        max_basis=50, optimizer=None,
                                        n_sweeps=20, tol=1e-8).fit(X, y)
-        em = gpc.SparseGPClassifier(kernel, method="online", max_basis=50, n_sweeps=5,
+        em = gpc.SparseGPClassifier(kernel, method="adf", max_basis=50, n_sweeps=5,
                                     n_em=4).fit(X, y)
     assert swept.inference_info_["ep_converged"]
     assert swept.log_marginal_likelihood_value_ > online.log_marginal_likelihood_value_
@@ -207,12 +207,12 @@ def test_em_never_ends_below_its_start(max_basis, steps):
     Xt = rng.randn(2000, 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        em = gpc.SparseGPClassifier(C(1.0) * RBF(1.0), method="online",
+        em = gpc.SparseGPClassifier(C(1.0) * RBF(1.0), likelihood="probit", method="adf",
                                     max_basis=max_basis, random_state=0).fit(X, y)
     learnt_nothing = [w for w in caught if "EM learnt nothing" in str(w.message)]
     assert len(learnt_nothing) == (steps == 0)
     assert em.inference_info_["n_em"] == steps
-    fixed = gpc.SparseGPClassifier(C(1.0) * RBF(1.0), method="online",
+    fixed = gpc.SparseGPClassifier(C(1.0) * RBF(1.0), likelihood="probit", method="adf",
                                    max_basis=max_basis, optimizer=None).fit(X, y)
     h = em.evidence_history_
     assert h[0] == fixed.log_marginal_likelihood_value_
@@ -226,7 +226,7 @@ def test_regressor_learns_gaussian_noise():
     rng = np.random.RandomState(8)
     X = rng.uniform(-3, 3, (600, 1))
     y = np.sin(2 * X[:, 0]) + 0.2 * rng.randn(600)
-    reg = gpc.SparseGPRegressor(RBF(0.5, "fixed"), method="online",
+    reg = gpc.SparseGPRegressor(RBF(0.5, "fixed"), method="adf",
                                 max_basis=40, n_em=8).fit(X, y)
     assert reg.likelihood_.noise_variance == pytest.approx(0.04, rel=0.25)
     mean, std = reg.predict(X[:5], return_std=True)
@@ -240,7 +240,7 @@ def test_bad_parameters_and_input_are_refused():
                 dict(damping=0), dict(tol=0), dict(optimizer="bfgs"), dict(n_em=-1),
                 dict(likelihood="gaussian"), dict(method="fitc"), dict(jitter=-1),
                 dict(learn_inducing_points=1.5),
-                dict(learn_inducing_points=True, method="online"),
+                dict(learn_inducing_points=True, method="adf"),
                 dict(learn_inducing_points=True, optimizer=None)]:
         with pytest.raises(ValueError):
             gpc.SparseGPClassifier(**bad).fit(X, y)
@@ -260,7 +260,7 @@ def test_parameters_of_the_wrong_type_are_refused_with_their_name(bad):
     # a message that did not name them.
     X, y = data(20, 9)
     name = next(iter(bad))
-    clf = gpc.SparseGPClassifier(method="online", optimizer=None, **bad)
+    clf = gpc.SparseGPClassifier(method="adf", optimizer=None, **bad)
     with pytest.raises(TypeError, match=f"^{name} must be"):
         clf.fit(X, y)
     with pytest.raises(TypeError, match=f"^{name} must be"):
@@ -274,13 +274,13 @@ def test_a_novelty_tol_that_admits_no_basis_vector_is_refused():
     # below 1 the first example always does.
     X, y = data(20, 9)
     for tol in (1.0, 10):
-        clf = gpc.SparseGPClassifier(RBF(1.0), method="online", optimizer=None,
+        clf = gpc.SparseGPClassifier(RBF(1.0), likelihood="probit", method="adf", optimizer=None,
                                      novelty_tol=tol)
         with pytest.raises(ValueError, match=r"^novelty_tol must be .* \[0, 1\)"):
             clf.fit(X, y)
         with pytest.raises(ValueError, match=r"^novelty_tol must be .* \[0, 1\)"):
             clf.partial_fit(X, y, classes=np.unique(y))
-    clf = gpc.SparseGPClassifier(RBF(1.0), method="online", optimizer=None,
+    clf = gpc.SparseGPClassifier(RBF(1.0), likelihood="probit", method="adf", optimizer=None,
                                  novelty_tol=0.999).fit(X, y)
     assert clf.n_basis_ >= 1
     assert np.ptp(clf.predict_proba(X)[:, 1]) > 0.1
@@ -297,7 +297,7 @@ def test_ep_sweeps_converge_with_examples_unrelated_to_the_basis():
     kernel, s2 = RBF(1.0), 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        reg = gpc.SparseGPRegressor(kernel, likelihood=Gaussian(s2), method="online",
+        reg = gpc.SparseGPRegressor(kernel, likelihood=Gaussian(s2), method="adf",
                                     max_basis=3, n_sweeps=5, optimizer=None).fit(X, y)
     assert reg.inference_info_["ep_converged"]
     B = reg.basis_vectors_
@@ -339,10 +339,10 @@ def test_em_recovers_the_one_sided_noise_rate_and_laplace_shows_its_bias():
     # Laplace likelihood puts it near the noise's median above f.
     X, y, f = _one_sided_toy(0)
     kernel = C(1.0, "fixed") * RBF(1.0, "fixed")
-    one = gpc.SparseGPRegressor(kernel, method="online",
+    one = gpc.SparseGPRegressor(kernel, method="adf",
                                 likelihood="one_sided_exponential",
                                 max_basis=50, n_em=30).fit(X, y)
-    lap = gpc.SparseGPRegressor(kernel, method="online",
+    lap = gpc.SparseGPRegressor(kernel, method="adf",
                                 likelihood="laplace", max_basis=50,
                                 n_em=30).fit(X, y)
     assert one.likelihood_.rate == pytest.approx(2.0, rel=0.1)
@@ -376,7 +376,7 @@ def test_regressor_partial_fit_equals_fit_and_pickles():
     rng = np.random.RandomState(10)
     X = rng.uniform(-3, 3, (300, 2))
     y = np.sin(X[:, 0]) * X[:, 1] + 0.1 * rng.randn(300)
-    make = lambda: gpc.SparseGPRegressor(RBF(1.0), method="online",
+    make = lambda: gpc.SparseGPRegressor(RBF(1.0), method="adf",
                                          likelihood=Gaussian(0.01),
                                          max_basis=40, optimizer=None, chunk_size=100)
     full = make().fit(X, y)
@@ -392,7 +392,7 @@ def test_regressor_partial_fit_equals_fit_and_pickles():
 
 def test_verbose_reports_progress(capsys):
     X, y = data(600, 11)
-    gpc.SparseGPClassifier(RBF(1.0), method="online",
+    gpc.SparseGPClassifier(RBF(1.0), method="adf",
                            max_basis=20, optimizer=None, n_sweeps=2,
                            chunk_size=100, verbose=1).fit(X, y)
     out = capsys.readouterr().out
@@ -435,7 +435,7 @@ class _Quadratic(sklearn_kernels.Kernel):
         return True
 
 
-@pytest.mark.parametrize("method", ["ep", "online"])
+@pytest.mark.parametrize("method", ["ep", "adf"])
 @pytest.mark.parametrize("Estimator", [gpc.SparseGPClassifier, gpc.SparseGPRegressor])
 def test_an_indefinite_kernel_is_refused_and_names_itself(Estimator, method):
     # Before, the online pass predicted values of 1e177 (probabilities of 0 and 1)
@@ -449,7 +449,7 @@ def test_an_indefinite_kernel_is_refused_and_names_itself(Estimator, method):
     with pytest.raises(gpc.NotPositiveDefiniteError, match="_Quadratic"):
         est.fit(X, y)
     assert est.predict(X[:5]).tolist() == before
-    if method == "online":
+    if method == "adf":
         with pytest.raises(gpc.NotPositiveDefiniteError, match="_Quadratic"):
             fresh = Estimator(_Quadratic(), max_basis=20, method=method)
             if Estimator is gpc.SparseGPClassifier:
@@ -485,5 +485,86 @@ def test_inputs_whose_squared_norms_overflow_are_refused_clearly():
             est.fit(X * 1e160, t)
     # The online GP takes its distances from scikit-learn's kernel (differences,
     # no overflow) and fits, as the full GP does.
-    online = gpc.SparseGPClassifier(method="online", max_basis=10).fit(X * 1e160, y)
+    online = gpc.SparseGPClassifier(method="adf", max_basis=10).fit(X * 1e160, y)
     assert np.isfinite(online.predict_proba(X * 1e160)).all()
+
+
+def test_sparse_and_dense_classifiers_share_defaults_and_names():
+    # The parameters both estimators have mean the same thing and default to
+    # the same value; the fitted attributes they share have the same names.
+    dense = gpc.GaussianProcessClassifier().get_params()
+    sparse = gpc.SparseGPClassifier().get_params()
+    # "method" names the same methods where both have them; the sparse model
+    # has no Laplace approximation, the dense default (documented).
+    shared = set(dense) & set(sparse) - {"method"}
+    assert {"kernel", "likelihood", "optimizer", "n_restarts_optimizer", "priors",
+            "multi_class", "random_state", "verbose", "n_jobs"} <= shared
+    assert {k: sparse[k] for k in shared} == {k: dense[k] for k in shared}
+    X, y = _xor(300)
+    fits = [E(RBF(1.0), optimizer=None).fit(X, y) for E in
+            (gpc.GaussianProcessClassifier, lambda *a, **k: gpc.SparseGPClassifier(
+                *a, max_basis=20, random_state=0, **k))]
+    for name in ("base_estimator_", "classes_", "n_classes_", "kernel_",
+                 "log_marginal_likelihood_value_", "n_features_in_"):
+        assert all(hasattr(f, name) for f in fits), name
+    assert fits[1].likelihood_.name == "logit"
+
+
+def test_the_former_name_of_the_sparse_adf_method_still_fits():
+    X, y = _xor(200)
+    with pytest.warns(FutureWarning, match="now called method='adf'"):
+        old = gpc.SparseGPClassifier(RBF(1.0), method="online", optimizer=None,
+                                     max_basis=20).fit(X, y)
+    new = gpc.SparseGPClassifier(RBF(1.0), method="adf", optimizer=None,
+                                 max_basis=20).fit(X, y)
+    np.testing.assert_array_equal(old.predict_proba(X), new.predict_proba(X))
+
+
+def test_sparse_restarts_are_reproducible_and_never_worse():
+    # Restarts run the first stage again from random hyperparameters; the best
+    # end goes on, so the evidence is at least that of the fit without them.
+    X, y = _xor(400)
+    kernel = C(1.0, (1e-2, 1e2)) * RBF(1.0, (1e-2, 1e2))
+    make = lambda k: gpc.SparseGPClassifier(kernel, max_basis=20, random_state=0,
+                                            n_restarts_optimizer=k)
+    none, two, again = make(0).fit(X, y), make(2).fit(X, y), make(2).fit(X, y)
+    assert two.log_marginal_likelihood_value_ >= \
+        none.log_marginal_likelihood_value_ - 1e-6
+    assert two.log_marginal_likelihood_value_ == again.log_marginal_likelihood_value_
+    with pytest.raises(ValueError, match="need method='ep'"):
+        gpc.SparseGPClassifier(kernel, method="adf", n_restarts_optimizer=1).fit(X, y)
+
+
+def test_sparse_priors_pull_the_hyperparameters_as_in_the_dense_model():
+    # A tight prior on the length scale holds it near the prior's centre; the
+    # same prior in the dense model does the same (a MAP estimate).
+    X, y = _xor(300)
+    kernel = C(1.0, "fixed") * RBF(1.0, (1e-3, 1e3))
+    prior = {"k2__length_scale": gpc.LogNormalPrior(np.log(3.0), 0.01)}
+    free = gpc.SparseGPClassifier(kernel, max_basis=30, random_state=0).fit(X, y)
+    held = gpc.SparseGPClassifier(kernel, max_basis=30, random_state=0,
+                                  priors=prior).fit(X, y)
+    dense = gpc.GaussianProcessClassifier(kernel, priors=prior).fit(X, y)
+    assert abs(free.kernel_.k2.length_scale - 3.0) > 0.5
+    assert held.kernel_.k2.length_scale == pytest.approx(3.0, rel=0.05)
+    assert dense.kernel_.k2.length_scale == pytest.approx(3.0, rel=0.05)
+
+
+def test_sparse_one_vs_one_fits_every_pair():
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 2)
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    clf = gpc.SparseGPClassifier(RBF(1.0), max_basis=15, optimizer=None,
+                                 multi_class="one_vs_one").fit(X, y)
+    assert len(clf.base_estimator_.estimators_) == 3
+    assert clf.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="one_vs_one"):
+        clf.predict_proba(X)
+    with pytest.raises(ValueError, match="multi-class mode"):
+        gpc.SparseGPClassifier(multi_class="multinomial").fit(X, y)
+
+
+def _xor(n, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 2)
+    return X, (X[:, 0] * X[:, 1] > 0).astype(int)

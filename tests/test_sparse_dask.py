@@ -113,7 +113,7 @@ def test_dask_dataframe_partitions_are_the_chunks(client):
 def test_dask_input_refuses_what_it_cannot_do(client):
     X, y = _dask_data()
     with pytest.raises(ValueError, match="method='ep'"):
-        _model(method="online").fit(X, y)
+        _model(method="adf").fit(X, y)
     with pytest.raises(ValueError, match="two classes"):
         _model().fit(X, y % 1 + da.arange(y.shape[0], chunks=ROWS) % 3)
 

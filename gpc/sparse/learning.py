@@ -2,13 +2,14 @@
 maximising its log evidence."""
 
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..inference import NumericalError
 from ..evidence import Evidence
-from ..optimize import (TOL_PER_EXAMPLE, lbfgsb, learning_starts, minimisable,
-                        staged_lbfgsb, stationarity)
+from ..optimize import TOL_PER_EXAMPLE, learning_starts, log_prior, maximize_evidence
 from ._chunked import ChunkedData
 from .ep import sparse_ep
 
@@ -43,7 +44,7 @@ class SparseEvidence(Evidence):
     """
 
     def __init__(self, kernel, likelihood, X, y, Z, *, learn_likelihood=False,
-                 learn_inducing=False, verbose=0, **options):
+                 learn_inducing=False, priors=None, verbose=0, **options):
         super().__init__(kernel, likelihood, learn_likelihood)
         self.learn_inducing = bool(learn_inducing)
         self.data = (X if isinstance(X, ChunkedData) else
@@ -56,6 +57,9 @@ class SparseEvidence(Evidence):
         self.history = []
         self.failure = None         # the last evaluation's NumericalError
         self.t0 = time.perf_counter()
+        # The priors of the kernel's theta; none on the likelihood and Z.
+        self.priors = None if priors is None else \
+            list(priors) + [None] * (self.theta.shape[0] - len(priors))
 
     @property
     def sites(self):
@@ -128,8 +132,9 @@ class SparseEvidence(Evidence):
             raise self.failure
         self._kept(res.sites)
         self.history.append(res.log_evidence)
-        if self.best is None or value > self.best[0]:
-            self.best = (value, self._at, res)
+        score = value + log_prior(self.priors, self._at)[0] / n
+        if self.best is None or score > self.best[0]:
+            self.best = (score, self._at, res)
         if self.verbose:
             print(f"[gpc sparse EP] n = {n}, evaluation {len(self.history)}: log "
                   f"evidence {res.log_evidence:.6g}, |gradient| "
@@ -158,7 +163,8 @@ def stage_sizes(n, n_inducing, smallest=5000, factor=10):
 
 def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
                              learn_inducing=False, distance=None, smallest_stage=5000,
-                             gtol=TOL_PER_EXAMPLE, verbose=0, **options):
+                             gtol=TOL_PER_EXAMPLE, priors=None, n_restarts=0,
+                             random_state=None, verbose=0, **options):
     """Staged L-BFGS-B maximisation of the sparse EP evidence.
 
     The stages (:func:`stage_sizes`) run on nested random subsets of ``data`` (a
@@ -219,17 +225,19 @@ def maximize_sparse_evidence(kernel, likelihood, data, Z, *, learn_likelihood,
         stage_options = dict(options, tol=max(options.get("tol", 1e-6), 1e-4))
         objective = SparseEvidence(kernel, likelihood, stage, None, Z,
                                    learn_likelihood=learn_likelihood,
-                                   learn_inducing=moves_z, verbose=verbose,
-                                   **stage_options)
+                                   learn_inducing=moves_z, priors=priors,
+                                   verbose=verbose, **stage_options)
         if sites is not None:
             objective.sites = stage.carry(sites, done)
         try:
             tol = gtol if size == n else 0.1 * gtol      # subsets: cheap
-            run = _stage(objective, theta, kernel, distance, tol, newton, moves_z)
+            restarts = None if k else dict(n_restarts=n_restarts,
+                                           random_state=random_state)
+            run = _stage(objective, theta, kernel, distance, tol, newton, moves_z,
+                         restarts)
             newton = _per_example(run.newton, stage.n)
-            pg, gain, info["stationary"] = stationarity(run, objective.bounds,
-                                                        tol * stage.n)
-            info["projected_gradient"] = pg / stage.n
+            info["stationary"] = run.stationary
+            info["projected_gradient"] = run.projected_gradient / stage.n
         except KeyboardInterrupt:
             info["interrupted"] = True
             info["projected_gradient"] = info["stationary"] = None
@@ -258,32 +266,42 @@ def _per_example(newton, n):
     return lambda g: newton(np.asarray(g) * n)
 
 
-def _stage(objective, theta, kernel, distance, gtol, newton, moves_z=False):
-    """One stage of :func:`maximize_sparse_evidence`: L-BFGS-B on the stage's
-    total log evidence (the per-example objective times n) until the projected
-    gradient per example is at most ``gtol``.  The first stage (``theta`` None)
-    runs from the candidate starts of :func:`gpc.optimize.staged_lbfgsb`, its
-    first steps one unit long; a later one from theta, its first step the
-    quasi-Newton step of the previous stage's curvature (``newton``, per
-    example), within [0.05, 1].  The stage that
-    moves the inducing inputs (``moves_z``) stops when an iteration gains at
-    most ``gtol / 100`` per example (:func:`gpc.optimize.stationarity`'s gain):
-    an inducing input's gradient sums over the few examples near it, so a
-    small largest gradient leaves much to gain over thousands of them."""
+def _stage(objective, theta, kernel, distance, gtol, newton, moves_z=False,
+           restarts=None):
+    """One stage of :func:`maximize_sparse_evidence`: evidence maximisation
+    (:func:`gpc.optimize.maximize_evidence`, its stationarity warning left to
+    the caller) of the stage's total log evidence (the per-example objective
+    times n) until the projected gradient per example is at most ``gtol``.
+    The first stage (``theta`` None) runs from the candidate starts of
+    :func:`gpc.optimize.learning_starts`, its first steps one unit long, with
+    ``restarts`` (``n_restarts`` and ``random_state`` of
+    :func:`gpc.optimize.maximize_evidence`); a later one from theta, its first
+    step the quasi-Newton step of the previous stage's curvature (``newton``,
+    per example), within [0.05, 1].  Every stage adds the objective's
+    ``priors``.
+    The stage that moves the inducing inputs (``moves_z``) stops when an
+    iteration gains at most ``gtol / 100`` per example
+    (:func:`gpc.optimize.stationarity`'s gain): an inducing input's gradient
+    sums over the few examples near it, so a small largest gradient leaves
+    much to gain over thousands of them."""
     n = objective.data.n
 
     def total(t):
         value, grad = objective(t)
         return n * value, n * grad
 
-    fun, bounds = minimisable(total), np.asarray(objective.bounds, dtype=np.float64)
     tol = gtol * n
     if moves_z:
-        return lbfgsb(fun, theta, bounds, 0.0, tol, min_gain=0.01 * tol)
-    if theta is not None:
-        length = (lambda g: min(max(float(np.linalg.norm(newton(g / n))), 0.05), 1.0))
-        return lbfgsb(fun, theta, bounds, tol, tol, first_step=length)
-    start = objective.theta
-    learn = learning_starts([kernel], start, distance, n)
-    return staged_lbfgsb(fun, [start, *learn["starts"]], bounds, learn["groups"],
-                         tol, tol)
+        options = dict(gtol=0.0, min_gain=0.01 * tol)
+    elif theta is not None:
+        options = dict(gtol=tol, first_step=lambda g: min(
+            max(float(np.linalg.norm(newton(g / n))), 0.05), 1.0))
+    else:
+        theta = objective.theta
+        learn = learning_starts([kernel], theta, distance, n)
+        options = dict(gtol=tol, groups=learn["groups"], starts=learn["starts"],
+                       **(restarts or {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return maximize_evidence(total, theta, objective.bounds, tol=tol,
+                                 priors=objective.priors, **options)
