@@ -55,12 +55,11 @@ mirrored, for ``X @ X.T`` and ``dgemm`` for ``X @ Y.T``.
 import numbers
 
 import numpy as np
-from scipy.linalg import blas as _blas
 from sklearn.gaussian_process import kernels as _sk
 from sklearn.gaussian_process.kernels import Hyperparameter
 
+from ._blocks import frob, gram, matmul
 from ._kern import sym_stationary, weighted_sqdist_sum
-from ._linalg import gram, matmul
 from ._validation import NotPositiveDefiniteError, as_kernel_matrix, fortran_view
 
 __all__ = [
@@ -286,47 +285,6 @@ def _scaled_inputs(X, Y, length_scale):
     return (X - shift) / length_scale, (Y - shift) / length_scale
 
 
-def _frob(A, B):
-    """``sum(A * B)`` for equal-shape arrays in one pass, without the copies that
-    ``np.vdot`` makes of Fortran-ordered arrays, on SciPy's BLAS (see
-    :func:`_matmul`)."""
-    A = np.asarray(A, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
-    if A.size and A.strides == B.strides and (A.flags.c_contiguous
-                                              or A.flags.f_contiguous):
-        return float(_blas.ddot(A.ravel(order="K"), B.ravel(order="K")))
-    return float(np.multiply(A, B).sum())
-
-
-def _matmul(A, B):
-    """``A @ B`` for a float64 matrix A and a matrix or vector B through SciPy's
-    BLAS, planned by gpc (:func:`gpc._linalg.matmul`).
-
-    All of gpc's heavy linear algebra (the Cython loops use
-    ``scipy.linalg.cython_blas``) runs on SciPy's BLAS.  numpy may ship its own
-    OpenBLAS, whose worker threads keep spinning for a while after each call and
-    then compete for the cores with SciPy's threads in the factorisation that
-    follows.  One thread pool avoids that, and the plan keeps a busy machine's
-    products in the calling thread and gpc's own.
-    """
-    A = np.asarray(A, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
-    if A.ndim == 2 and B.ndim == 1:
-        return matmul(A, B[:, None])[:, 0]
-    if A.ndim != 2 or B.ndim != 2:
-        return A @ B
-    return matmul(A, B)
-
-
-def _gram(Z):
-    """``Z @ Z.T``, exactly symmetric (:func:`gpc._linalg.gram`: syrk on one
-    triangle, planned, then mirrored)."""
-    Z = np.asarray(Z, dtype=np.float64)
-    if Z.ndim != 2:
-        return Z @ Z.T
-    return gram(Z)
-
-
 def _neg_half_sqdist(Z, ZY=None):
     """``-0.5 * |z_i - y_j|^2``, clipped at zero (result <= 0).
 
@@ -350,7 +308,7 @@ def _neg_half_sqdist(Z, ZY=None):
     B[:, -2] = 1.0
     B[:, -1] = 0.5 * np.einsum("ij,ij->i", ZY, ZY)
     _check_norms(B[:, -1])
-    E = _matmul(B, A.T).T       # C-ordered (the product's Fortran transpose)
+    E = matmul(B, A.T).T       # C-ordered (the product's Fortran transpose)
     np.minimum(E, 0.0, out=E)
     return E
 
@@ -436,7 +394,7 @@ def _se_contract(X, length_scale, variance, dK, K, want_ls, want_var):
         if K is None:
             Z, _ = _scaled_inputs(X, None, length_scale)
             K = _se_matrix(Z, None, variance)
-        return None, (np.array([_frob(dK, K)]) if want_var else None)
+        return None, (np.array([frob(dK, K)]) if want_var else None)
     Z, _ = _scaled_inputs(X, None, length_scale)
     anisotropic = np.ndim(length_scale) == 1
     if K is not None:                      # M = dK o K formed in the pass itself
@@ -493,9 +451,9 @@ def _matern_contract(X, length_scale, variance, nu, dK, K, want_ls, want_var):
     g_ls = g_var = None
     if want_var:
         if K is None:
-            g_var = np.array([variance * _frob(dK, _matern_f(r, nu))])
+            g_var = np.array([variance * frob(dK, _matern_f(r, nu))])
         else:
-            g_var = np.array([_frob(dK, K)])
+            g_var = np.array([frob(dK, K)])
     if want_ls:
         W = _matern_weight(r, nu)
         W *= dK
@@ -507,7 +465,7 @@ def _matern_contract(X, length_scale, variance, nu, dK, K, want_ls, want_var):
         else:
             # isotropic: sum(W * r^2) directly (r is at hand; no cancellation)
             r *= r
-            g_ls = np.array([_frob(W, r)])
+            g_ls = np.array([frob(W, r)])
     return g_ls, g_var
 
 
@@ -1104,7 +1062,7 @@ class Linear(Kernel):
         """Evaluate ``K(X, Y)`` and optionally its gradient."""
         X, Y = _check_XY(X, Y, eval_gradient)
         v = _positive_scalar(self.variance, "variance", "Linear")
-        K = _gram(X) if Y is None else _matmul(X, Y.T)
+        K = gram(X) if Y is None else matmul(X, Y.T)
         K *= v
         if not eval_gradient:
             return K
@@ -1113,10 +1071,10 @@ class Linear(Kernel):
 
     def _contract(self, X, dK, K):
         if K is not None:
-            return np.array([_frob(dK, K)])
+            return np.array([frob(dK, K)])
         v = _positive_scalar(self.variance, "variance", "Linear")
         # sum_ij dK_ij x_i . x_j = sum(X * (dK @ X)): O(n^2 d), no n x n K.
-        return np.array([v * np.vdot(X, _matmul(dK, X))])
+        return np.array([v * np.vdot(X, matmul(dK, X))])
 
     def diag(self, X):
         """Diagonal of ``K(X)``: ``variance * |x|^2``."""
@@ -1185,7 +1143,7 @@ class Polynomial(Kernel):
         """``B = 1 + X Y^T / scale`` and ``G = X Y^T / scale``."""
         s = _positive_scalar(self.scale, "scale", "Polynomial")
         Z = X / np.sqrt(s)
-        G = _gram(Z) if Y is None else _matmul(Z, (Y / np.sqrt(s)).T)
+        G = gram(Z) if Y is None else matmul(Z, (Y / np.sqrt(s)).T)
         return G + 1.0, G
 
     def __call__(self, X, Y=None, eval_gradient=False):
@@ -1341,10 +1299,10 @@ def _contract_product(kernel, X, dK, K):
             g_o, g_c = _se_contract(X, ls, 1.0, dK, K, True, True)
         else:
             if nc and K is not None:
-                g_c = np.array([_frob(dK, K)])
+                g_c = np.array([frob(dK, K)])
             elif nc:
                 K_other, c_o = other(X), c
-                g_c = np.array([c * _frob(dK, K_other)])
+                g_c = np.array([c * frob(dK, K_other)])
             if no:
                 g_o = c_o * _contract(other, X, dK, K_other)
         return np.concatenate([g_c, g_o] if c1 is not None else [g_o, g_c])
@@ -1751,7 +1709,7 @@ def _se_cross_sum(X, Z, length_scale, P):
     _check_norms(np.einsum("ij,ij->i", Xs, Xs))
     _check_norms(np.einsum("ij,ij->i", Zs, Zs))
     g = (P.sum(axis=1) @ (Xs * Xs) + P.sum(axis=0) @ (Zs * Zs)
-         - 2.0 * np.einsum("ik,ik->k", Xs, _matmul(P, Zs)))
+         - 2.0 * np.einsum("ik,ik->k", Xs, matmul(P, Zs)))
     return g if np.ndim(length_scale) == 1 else np.array([g.sum()])
 
 
@@ -1798,7 +1756,7 @@ def _contract_cross(kernel, X, Z, G, K):
             # the squared exponential (linear in K).
             c, other = (c1, k2) if c1 is not None else (c2, k1)
             K_o, scale = (K, 1.0) if type(other) in _LINEAR_IN_K else (K / c, c)
-            g_c = np.array([_frob(G, K)]) if (k1 if c1 is not None else k2).n_dims \
+            g_c = np.array([frob(G, K)]) if (k1 if c1 is not None else k2).n_dims \
                 else np.zeros(0)
             g_o = scale * _contract_cross(other, X, Z, G, K_o)
             return np.concatenate([g_c, g_o] if c1 is not None else [g_o, g_c])
@@ -1947,7 +1905,7 @@ def _radial_inputs(X, Z, G, form, K=None):
         np.sqrt(np.maximum(r, 0.0, out=r), out=r)
         A = G * _matern_weight(r, nu)
         A *= variance
-    return (_matmul(A.T, Xs) - A.sum(axis=0)[:, None] * Zs) / ls
+    return (matmul(A.T, Xs) - A.sum(axis=0)[:, None] * Zs) / ls
 
 
 def _contract_inputs(kernel, X, Z, G, K=None):

@@ -19,8 +19,8 @@ and ``marginal_var``, where the method computed them.
 
 import numpy as np
 
+from ._blocks import gram, matmul
 from ._linalg import solve_lower
-from .kernels import _gram, _matmul
 from .likelihoods import get_likelihood
 
 
@@ -60,7 +60,7 @@ class _Posterior:
         K_cross : array-like of shape (n, m)
             Covariances between the n training and m test points.
         """
-        return _matmul(self._check_cross(K_cross).T, self.alpha)
+        return matmul(self._check_cross(K_cross).T, self.alpha)
 
     def latent_mean_and_variance(self, K_cross, k_diag, overwrite_cross=False):
         """Latent mean and variance at m test points.
@@ -84,7 +84,7 @@ class _Posterior:
         k_diag = np.asarray(k_diag, dtype=np.float64).reshape(-1)
         if k_diag.shape[0] != K_cross.shape[1]:
             raise ValueError("k_diag must have one entry per column of K_cross.")
-        mean = _matmul(K_cross.T, self.alpha)
+        mean = matmul(K_cross.T, self.alpha)
         if self.n == 0:
             return mean, k_diag.copy()
         change = self._variance_change(K_cross, overwrite_cross)
@@ -161,7 +161,7 @@ class SitePosterior(_Posterior):
         ndarray of shape (n, n)
         """
         V = solve_lower(self.L, np.diag(self.sW))                        # L^-1 sW
-        inverse = _gram(V.T)
+        inverse = gram(V.T)
         if getattr(self, "Q", None) is not None:
             inverse -= self.Q @ self.Q.T
         return inverse
@@ -169,7 +169,7 @@ class SitePosterior(_Posterior):
     def _variance_change(self, K_cross, overwrite=False):
         change = np.zeros(K_cross.shape[1])
         if getattr(self, "Q", None) is not None:
-            U = _matmul(self.Q.T, K_cross)
+            U = matmul(self.Q.T, K_cross)
             change += np.einsum("ij,ij->j", U, U)
         # V = L^{-1} (sW K_cross), scaled and solved in place in a Fortran array.
         V = K_cross if overwrite and K_cross.flags.f_contiguous else \
@@ -219,7 +219,7 @@ class ExplicitPosterior(_Posterior):
         self._set_marginals(marginal_mean, marginal_var)
 
     def _variance_change(self, K_cross, overwrite=False):
-        return np.einsum("ij,ij->j", K_cross, _matmul(self.C, K_cross))
+        return np.einsum("ij,ij->j", K_cross, matmul(self.C, K_cross))
 
 
 class MultinomialPosterior:
@@ -297,7 +297,7 @@ class MultinomialPosterior:
         """Latent means (m, C) from the cross-covariances K_cross, of shape (n, m)
         (a kernel shared by the classes) or (C, n, m)."""
         K_cross, _ = self._per_class(K_cross)
-        return np.stack([_matmul(Kx.T, a)
+        return np.stack([matmul(Kx.T, a)
                          for Kx, a in zip(K_cross, self.alpha)], axis=1)
 
     def latent_covariance(self, K_cross, k_diag):
@@ -315,7 +315,7 @@ class MultinomialPosterior:
         cov = np.zeros((m, C, C))
         Q = np.empty((C, self.n, m))
         for c, Kx in enumerate(K_cross):
-            G = _matmul(self.E[c], Kx)                                 # E_c Kx
+            G = matmul(self.E[c], Kx)                                 # E_c Kx
             cov[:, c, c] = k_diag[c] - np.einsum("ij,ij->j", Kx, G)
             Q[c] = solve_lower(self.M, G, overwrite_b=True)            # M^{-1} E_c Kx
         cov += np.einsum("cnm,dnm->mcd", Q, Q, optimize=True)

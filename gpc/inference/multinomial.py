@@ -13,9 +13,9 @@ import numpy as np
 from scipy.linalg import lapack
 from sklearn.exceptions import ConvergenceWarning
 
+from .._blocks import gram
 from .._linalg import cho_inverse, cholesky, solve_lower, symv
 from .._validation import check_integer, check_real, symmetric_from_lower
-from ..kernels import _gram
 from ..likelihoods import log_normaliser, softmax
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
@@ -184,7 +184,7 @@ def _explicit_dK(fac, alpha):
     dK = np.empty((C, n, n))
     for c in range(C):
         V = solve_lower(fac.M, fac.E[c].T)                    # M^{-1} E_c
-        G = fac.E[c] - _gram(V.T)                              # A_cc
+        G = fac.E[c] - gram(V.T)                              # A_cc
         G *= -0.5
         G += 0.5 * np.outer(alpha[c], alpha[c])
         dK[c] = G

@@ -7,7 +7,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, gmres
 
 from .. import _moments, _pl, _site_loop
-from ..kernels import _matmul
+from .._blocks import matmul
 from ..likelihoods import LIK_GAUSSIAN
 from ._base import NumericalError, register
 from .sites import fit_sites
@@ -161,8 +161,8 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     tau = S * S                           # the sites; nu = (K^{-1} + T) mu below
     g_mu, g_P, e_f, e_f2, dpar, _ = _pl.pl_correction_gradients(
         likelihood.code, par, qx, qw, ex, elogw, y, mu, var, tau, b + tau * mu)
-    U = _matmul(K, R)                                     # K R
-    Sigma = K - _matmul(U, K)                             # K - K R K
+    U = matmul(K, R)                                     # K R
+    Sigma = K - matmul(U, K)                             # K - K R K
     Sigma2 = Sigma * Sigma
 
     # F': the sites' derivatives with respect to the marginal mean and variance
@@ -220,7 +220,7 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     if not (np.isfinite(w_mu).all() and np.isfinite(w_P).all() and np.isfinite(dpar)):
         raise NumericalError("PL gradient: non-finite adjoint weights.", "pl")
     WU = w_P[:, None] * U
-    D = _matmul(U.T, WU)                                  # U' W U
+    D = matmul(U.T, WU)                                  # U' W U
     D -= WU
     D -= WU.T
     D[np.diag_indices(n)] += w_P

@@ -71,10 +71,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import LinAlgError
 
+from .._blocks import gram as _gram
+from .._blocks import matmul as _matmul
 from .._linalg import cho_solve, factor_inverse, lower_cholesky, solve_lower
 from .._validation import symmetric_from_lower
-from ..kernels import (_gram, _matmul, as_kernel, contract, contract_cross,
-                      contract_diag, contract_inputs, cross_covariance)
+from ..kernels import (as_kernel, contract, contract_cross, contract_diag,
+                      contract_inputs, cross_covariance)
 from ..inference import NumericalError
 from ._chunked import ChunkedData
 
@@ -211,7 +213,7 @@ def _scratch(slot, like):
 
 def _site_stats(Phi, E, beta):
     """A chunk's contributions ``{"Sigma": Phi E Phi', "eta": Phi beta}`` (E >= 0),
-    planned on SciPy's BLAS (see :func:`gpc.kernels._matmul` for why not numpy's)."""
+    planned on SciPy's BLAS (see :func:`gpc._blocks.matmul` for why not numpy's)."""
     W = np.multiply(Phi, np.sqrt(E), out=_scratch("W", Phi))
     return {"Sigma": _gram(W), "eta": _matmul(Phi, beta)}
 

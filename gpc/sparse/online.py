@@ -53,10 +53,12 @@ import numpy as np
 from scipy.linalg import LinAlgError
 
 from .. import _sparse
+from .._blocks import gram as _gram
+from .._blocks import matmul as _matmul
 from .._linalg import cho_solve, factor_inverse, lower_cholesky, solve_lower
 from .._validation import symmetric_from_lower
 from ..inference import NumericalError, with_jitter
-from ..kernels import _gram, _matmul, cross_covariance_chunks
+from ..kernels import cross_covariance_chunks
 from .ep import _log_site_mass
 
 
