@@ -9,6 +9,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process import kernels as sk
 
 import gpc.kernels as gk
+from gpc.kernels import _base, _matrices
 from gpc.kernels import (
     Constant,
     Exponentiation,
@@ -635,7 +636,7 @@ def test_scaled_kernel_contraction_is_fast_path(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("fallback used")
 
-    monkeypatch.setattr(gk, "_contract_fallback", boom)
+    monkeypatch.setattr(_base, "_contract_fallback", boom)
     X = _ard()
     dK = _dK(X.shape[0])
     kernels = [
@@ -785,8 +786,8 @@ def test_covariance_matrix_equals_the_kernels_own(kernel):
     K = gk.covariance_matrix(kernel, X)
     np.testing.assert_allclose(K, kernel(X), rtol=1e-13, atol=1e-15)
     np.testing.assert_array_equal(K, K.T)
-    K, exact = gk._covariance_matrix(kernel, X)
-    assert exact == (gk._se_form(kernel) is not None)
+    K, exact = _matrices._covariance_matrix(kernel, X)
+    assert exact == (_matrices._se_form(kernel) is not None)
 
 
 def test_covariance_matrix_is_checked_where_not_exact():
@@ -796,7 +797,8 @@ def test_covariance_matrix_is_checked_where_not_exact():
     X = np.random.RandomState(4).randn(10, 2)
     Xbad = X.copy()
     Xbad[3, 1] = np.nan
-    assert not gk._covariance_matrix(sk.RBF(1.0), Xbad)[1]
-    assert not gk._covariance_matrix(sk.ConstantKernel(np.inf) * sk.RBF(1.0), X)[1]
+    assert not _matrices._covariance_matrix(sk.RBF(1.0), Xbad)[1]
+    infinite = sk.ConstantKernel(np.inf) * sk.RBF(1.0)
+    assert not _matrices._covariance_matrix(infinite, X)[1]
     with pytest.raises(ValueError, match="length scales"):
         gk.covariance_matrix(sk.RBF([1.0, 2.0, 3.0]), X)
