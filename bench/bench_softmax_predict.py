@@ -45,8 +45,9 @@ from scipy.stats import qmc
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
-from gpc.likelihoods import (Softmax, _default_points, _logistic_normal_table,
-                             _softmax_rule, softmax)
+from gpc.likelihoods import Softmax, softmax
+from gpc.likelihoods._multinomial import (_default_points, _logistic_normal_table,
+                                          _softmax_rule)
 
 REPORT = "softmax_predict.md"
 

@@ -41,6 +41,7 @@ from sklearn.model_selection import StratifiedKFold
 import gpc
 from gpc.datasets import load_breast_cancer, load_pima
 from gpc.inference import get_method
+from gpc.likelihoods._base import _REGISTRY
 
 # The full report's file in bench/results (run_all.py writes it there).
 REPORT = "pairs_cv.md"
@@ -64,7 +65,7 @@ def load(name):
 def pairs():
     """(method, schedule or None, likelihood) for every classification pair that
     gpc accepts."""
-    liks = [name for name in sorted(gpc.likelihoods._REGISTRY)
+    liks = [name for name in sorted(_REGISTRY)
             if gpc.get_likelihood(name).is_classification]
     out = []
     for method in gpc.available_methods():

@@ -7,7 +7,7 @@ import numpy as np
 
 import gpc
 from gpc.inference import get_method
-from gpc.likelihoods import _REGISTRY as LIKELIHOOD_REGISTRY
+from gpc.likelihoods._base import _REGISTRY as LIKELIHOOD_REGISTRY
 
 #: Every likelihood of one latent value that :func:`gpc.get_likelihood` knows by
 #: name (the multinomial model's softmax has its own tests).

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from gpc.likelihoods import Softmax, _combine, get_likelihood
+from gpc.likelihoods import Softmax, get_likelihood
+from gpc.likelihoods._multinomial import _combine
 
 
 def _trapezoid(mean, cov, step=0.3, reach=8.5):
