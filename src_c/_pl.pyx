@@ -6,17 +6,17 @@ from libc.math cimport NAN
 
 import numpy as np
 
-from _lik cimport LIK_GAUSSIAN, Quad
-from _site_rules cimport (Model, RULE_PL, _model_init, _pl_correction, _pl_label_ok,
-                          _slr)
+from _lik cimport LIK_GAUSSIAN
+from _model cimport Model, model_of
+from _site_rules cimport _pl_correction, _pl_label_ok, _slr
 
 
-def pl_correction_gradients(int lik, const double[::1] par, const double[::1] quad_x,
-                            const double[::1] quad_logw, const double[::1] evq_x,
-                            const double[::1] evq_logw, const double[::1] y,
-                            const double[::1] mu, const double[::1] var,
-                            const double[::1] tau, const double[::1] nu):
-    """Posterior linearisation's evidence corrections c_i (``_pl_correction``) at
+def pl_correction_gradients(model, const double[::1] y, const double[::1] mu,
+                            const double[::1] var, const double[::1] tau,
+                            const double[::1] nu):
+    """Posterior linearisation's evidence corrections c_i (``_pl_correction``, with
+    the likelihood and the evidence rule of ``model``, a
+    ``gpc._model.LikelihoodModel``) at
     the marginals N(mu_i, var_i) and sites (tau_i, nu_i), as in its evidence, and
     their derivatives with the sites held fixed: (dc/dmu, dc/dP, E[f], E[f^2]) per
     label under the tilted law (E[f] and E[f^2] give the derivatives with respect
@@ -25,14 +25,11 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
     likelihood (no correction) and for the labels left out of the evidence
     (``_pl_label_ok``)."""
     cdef int n = y.shape[0], i
-    cdef Model md
-    cdef Quad quad, evq
+    cdef const Model* md = model_of(model)
     cdef double dpar = 0.0
     cdef double sums[5]
     if mu.shape[0] != n or var.shape[0] != n or tau.shape[0] != n or nu.shape[0] != n:
         raise ValueError("y, mu, var, tau and nu must have the same length.")
-    if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
-        raise ValueError("quadrature nodes and weights differ in length.")
     g_mu = np.zeros(n)
     g_P = np.zeros(n)
     e_f = np.zeros(n)
@@ -43,15 +40,13 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
     cdef double[::1] gp = g_P
     cdef double[::1] ef = e_f
     cdef double[::1] ef2 = e_f2
-    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw,
-                RULE_PL)
-    if lik == LIK_GAUSSIAN or n == 0 or evq.n == 0:
+    if md.lik == LIK_GAUSSIAN or n == 0 or md.evq.n == 0:
         return g_mu, g_P, e_f, e_f2, dpar, corr
     with nogil:
         for i in range(n):
-            if not _pl_label_ok(&md, y[i], mu[i], var[i], tau[i]):
+            if not _pl_label_ok(md, y[i], mu[i], var[i], tau[i]):
                 continue
-            cv[i] = _pl_correction(&md, y[i], mu[i], var[i], tau[i], nu[i], sums)
+            cv[i] = _pl_correction(md, y[i], mu[i], var[i], tau[i], nu[i], sums)
             gm[i] = sums[0]
             gp[i] = sums[1]
             ef[i] = sums[2]
@@ -60,28 +55,22 @@ def pl_correction_gradients(int lik, const double[::1] par, const double[::1] qu
     return g_mu, g_P, e_f, e_f2, dpar, corr
 
 
-def pl_sites(int lik, const double[::1] par, const double[::1] quad_x,
-             const double[::1] quad_logw, const double[::1] y, const double[::1] mu,
-             const double[::1] var):
+def pl_sites(model, const double[::1] y, const double[::1] mu, const double[::1] var):
     """Posterior linearisation's sites (tau, nu) at the marginals N(mu_i, var_i)
-    (``_slr``); NaN where the moments are not finite."""
+    (``_slr``, with the likelihood of ``model``, a ``gpc._model.LikelihoodModel``);
+    NaN where the moments are not finite."""
     cdef int n = y.shape[0], i
-    cdef Model md
-    cdef Quad quad, evq
+    cdef const Model* md = model_of(model)
     cdef double dy, dn, x
     if mu.shape[0] != n or var.shape[0] != n:
         raise ValueError("y, mu and var must have the same length.")
-    if quad_x.shape[0] != quad_logw.shape[0]:
-        raise ValueError("quadrature nodes and weights differ in length.")
     tau = np.empty(n)
     nu = np.empty(n)
     cdef double[::1] tv = tau
     cdef double[::1] nv = nu
-    _model_init(&md, &quad, &evq, lik, par, quad_x, quad_logw, quad_x[:0],
-                quad_logw[:0], RULE_PL)
     with nogil:
         for i in range(n):
-            if not _slr(&md, y[i], var[i], mu[i], &tv[i], &nv[i], &dy, &dn, &x):
+            if not _slr(md, y[i], var[i], mu[i], &tv[i], &nv[i], &dy, &dn, &x):
                 tv[i] = NAN
                 nv[i] = NAN
     return tau, nu

@@ -44,10 +44,9 @@ from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
                    scale_site_inverse, solve_right_lower_t, symm_lower, symv_any,
                    symv_lower, syr_lower, syrk_lower, sync_threads,
                    tri_inverse_lower, trmm_lower, trmv_lower)
-from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
-                  lik_derivs, lik_gauss_moments)
-from _site_rules cimport (Model, RULE_EP, RULE_PL, _log_evidence, _model_init,
-                          _site_update)
+from _lik cimport LIK_GAUSSIAN
+from _model cimport Model, RULE_EP, RULE_PL, model_of
+from _site_rules cimport _log_evidence, _site_update
 from _signals cimport SIGNAL_BLOCK, check_signals
 
 
@@ -1320,17 +1319,75 @@ cdef void _finish(Run* r, bint want_binv) noexcept nogil:
     gpc_toc(T_BINV, t0)
 
 
-cdef void _run_options(Run* r, bint parallel, double damping, double min_damping,
-                       double tol, int max_sweeps, bint accelerate,
-                       double damping_start) noexcept:
-    r.damping0 = damping
-    r.damping = damping_start if parallel and 0.0 < damping_start < damping \
-        else damping
-    r.min_damping = min_damping
-    r.tol = tol
-    r.keep_single = sqrt(10.0 * tol)
-    r.max_sweeps = max_sweeps
-    r.accelerate = accelerate
+cdef class SiteOptions:
+    """The options of one ``run``: ``parallel`` (parallel steps, else sequential
+    sweeps), ``damping`` (of the site updates), ``min_damping`` (the floor of its
+    halvings), ``tol`` (the convergence tolerance), ``max_sweeps``,
+    ``accelerate`` (chord-Newton steps on the linearised marginals),
+    ``damping_start`` (parallel only: the damping of the first steps if below
+    ``damping``; -1: none) and ``keep_factor`` (every factorisation keeps L: for
+    the tests, which check that skipping it changes nothing).  See ``run``."""
+
+    cdef readonly bint parallel, accelerate, keep_factor
+    cdef readonly double damping, min_damping, tol, damping_start
+    cdef readonly int max_sweeps
+
+    def __init__(self, bint parallel, double damping, double min_damping, double tol,
+                 int max_sweeps, bint accelerate, double damping_start=-1.0,
+                 bint keep_factor=False):
+        self.parallel = parallel
+        self.damping = damping
+        self.min_damping = min_damping
+        self.tol = tol
+        self.max_sweeps = max_sweeps
+        self.accelerate = accelerate
+        self.damping_start = damping_start
+        self.keep_factor = keep_factor
+
+    def replace(self, **changes):
+        """A copy with the given fields changed."""
+        fields = {name: getattr(self, name) for name in (
+            "parallel", "damping", "min_damping", "tol", "max_sweeps", "accelerate",
+            "damping_start", "keep_factor")}
+        fields.update(changes)
+        return SiteOptions(**fields)
+
+
+cdef class SiteBuffers:
+    """The arrays ``run`` writes for n sites, reusable across runs: ``L`` (n x n
+    Fortran, chol(B) in its lower triangle), ``b`` (the posterior-mean weights
+    K^{-1} mu), ``S`` (sqrt(max(tau, 0))), ``mu`` and ``var`` (the marginal means
+    and variances), ``Binv`` (n x n Fortran, receives B^{-1} in its lower
+    triangle for the gradient, or 0 x 0) and ``scratch`` (None, or at least
+    ``scratch_size`` doubles from which the n x n work buffers are carved)."""
+
+    cdef double[::1, :] L
+    cdef double[::1] b, S, mu, var
+    cdef double[::1, :] Binv
+    cdef double[::1] scratch
+
+    def __init__(self, double[::1, :] L, double[::1] b, double[::1] S,
+                 double[::1] mu, double[::1] var, double[::1, :] Binv,
+                 double[::1] scratch=None):
+        self.L = L
+        self.b = b
+        self.S = S
+        self.mu = mu
+        self.var = var
+        self.Binv = Binv
+        self.scratch = scratch
+
+
+cdef void _run_options(Run* r, SiteOptions opt) noexcept:
+    r.damping0 = opt.damping
+    r.damping = opt.damping_start if opt.parallel \
+        and 0.0 < opt.damping_start < opt.damping else opt.damping
+    r.min_damping = opt.min_damping
+    r.tol = opt.tol
+    r.keep_single = sqrt(10.0 * opt.tol)
+    r.max_sweeps = opt.max_sweeps
+    r.accelerate = opt.accelerate
+    r.keep_factor = opt.keep_factor
     r.status = ST_OK
     r.logz_old = INFINITY
     r.change = INFINITY
@@ -1392,45 +1449,57 @@ cdef void _run_free(Run* r) noexcept:
     _neg_free(&r.ng)
 
 
-def _check_run_args(K, y, tau, nu, L, b, S, mu, var, Binv, bint parallel, orders,
-                    int max_sweeps, quad_x, quad_logw, evq_x, evq_logw, int rule,
-                    int lik):
+cdef _check_run(const double[::1, :] K, const double[::1] y, const Model* md,
+                double[::1] tau, double[::1] nu, SiteBuffers out, SiteOptions opt,
+                const int[:, ::1] orders):
     n = K.shape[0]
     if K.shape[0] != K.shape[1]:
         raise ValueError("K must be square.")
-    for name, arr in (("y", y), ("tau", tau), ("nu", nu), ("b", b), ("S", S),
-                      ("mu", mu), ("var", var)):
-        if arr.shape[0] != n:
+    for name, length in (("y", y.shape[0]), ("tau", tau.shape[0]),
+                         ("nu", nu.shape[0]), ("b", out.b.shape[0]),
+                         ("S", out.S.shape[0]), ("mu", out.mu.shape[0]),
+                         ("var", out.var.shape[0])):
+        if length != n:
             raise ValueError(f"{name} must have length {n}.")
-    if L.shape[0] != n or L.shape[1] != n:
+    if out.L.shape[0] != n or out.L.shape[1] != n:
         raise ValueError("L must be n x n.")
-    if Binv.shape[0] > 0 and (Binv.shape[0] != n or Binv.shape[1] != n):
+    if out.Binv.shape[0] > 0 and (out.Binv.shape[0] != n or out.Binv.shape[1] != n):
         raise ValueError("Binv must be n x n or 0 x 0.")
-    if not parallel and (orders.shape[0] < max_sweeps or orders.shape[1] != n):
+    if not opt.parallel and (orders is None or orders.shape[0] < opt.max_sweeps
+                             or orders.shape[1] != n):
         raise ValueError("orders must have one permutation of range(n) per sweep.")
-    if quad_x.shape[0] != quad_logw.shape[0] or evq_x.shape[0] != evq_logw.shape[0]:
-        raise ValueError("quadrature nodes and weights differ in length.")
-    if rule != RULE_EP and rule != RULE_PL:
-        raise ValueError(f"unknown site rule {rule}.")
-    if rule == RULE_PL and lik != LIK_GAUSSIAN and evq_x.shape[0] == 0:
+    if md.rule == RULE_PL and md.lik != LIK_GAUSSIAN and md.evq.n == 0:
         raise ValueError("posterior linearisation needs the evidence quadrature rule.")
 
 
-def run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
-        const double[::1] quad_x, const double[::1] quad_logw,
-        double[::1] tau, double[::1] nu, double[::1, :] L, double[::1] b,
-        double[::1] S, double[::1] mu, double[::1] var, bint parallel,
-        const int[:, ::1] orders, double damping, double min_damping,
-        double tol, int max_sweeps, bint accelerate, double[::1, :] Binv,
-        int rule, const double[::1] evq_x, const double[::1] evq_logw,
-        double damping_start=-1.0, double[::1] scratch=None,
-        bint keep_factor=False):
-    """Run EP (``rule`` RULE_EP) or posterior linearisation (RULE_PL: sites by
+cdef void _run_arrays(Run* r, const double[::1, :] K, double[::1] tau,
+                      double[::1] nu, SiteBuffers out) noexcept:
+    """Point the run at the caller's arrays (checked, n > 0: &K[0, 0] of an empty
+    array is an out-of-bounds index)."""
+    r.n = K.shape[0]
+    r.K = &K[0, 0]
+    r.L = &out.L[0, 0]
+    r.tau = &tau[0]
+    r.nu = &nu[0]
+    r.S = &out.S[0]
+    r.b = &out.b[0]
+    r.mu = &out.mu[0]
+    r.var = &out.var[0]
+
+
+def run(const double[::1, :] K, const double[::1] y, model, double[::1] tau,
+        double[::1] nu, SiteBuffers out not None, SiteOptions options not None,
+        const int[:, ::1] orders=None):
+    """Run EP (``model.rule`` RULE_EP) or posterior linearisation (RULE_PL: sites by
     ``_slr`` at the marginals, log evidence by ``_pl_log_evidence`` with the
-    Gauss-Hermite rule ``evq``) to convergence from the sites (tau, nu) given
-    (updated in place); returns a :class:`SiteRun`.  Everything below holds for
-    both; PL's site precisions are never negative, so its posterior and cavities
-    are always proper.
+    Gauss-Hermite rule ``model.evq``) to convergence from the sites (tau, nu) given
+    (updated in place); returns a :class:`SiteRun`.  ``model`` is a
+    ``gpc._model.LikelihoodModel``, ``out`` the :class:`SiteBuffers` written,
+    ``options`` the :class:`SiteOptions` (the damping, tolerance and schedule
+    below), ``orders`` the sequential sweeps' site orders (one permutation of
+    range(n) per sweep; unused by parallel runs).  Everything below holds for
+    both rules; PL's site precisions are never negative, so its posterior and
+    cavities are always proper.
 
     Sequential updates (``_sequential_run``) visit the sites in ``orders[sweep]``
     with rank-one updates of the full Sigma, which is recomputed from a fresh
@@ -1460,10 +1529,10 @@ def run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] 
     improper marginals, is redone in double, so convergence, the evidence and the
     gradient always come from a double-precision factorisation.
 
-    ``Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the final
-    sites for the gradient, or a 0 x 0 array.  ``damping_start`` (parallel only):
-    the damping of the first steps if below ``damping``, which it recovers to while
-    the residual falls.  ``scratch`` (optional): at least
+    ``out.Binv``: an n x n buffer that receives B^{-1} (lower triangle) at the
+    final sites for the gradient, or a 0 x 0 array.  ``damping_start`` (parallel
+    only): the damping of the first steps if below ``damping``, which it recovers
+    to while the residual falls.  ``out.scratch`` (optional): at least
     ``scratch_size(n, parallel, Binv.shape[0] > 0)`` doubles from which the n x n
     work buffers are carved (reused across calls, it saves their page faults);
     without it they are allocated here.  ``keep_factor``: every factorisation
@@ -1477,40 +1546,27 @@ def run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] 
     a KeyboardInterrupt leaves with tau, nu, L, b, S, mu and var part-updated.
     """
     cdef Run r
-    cdef Quad quad, evq
-    cdef int n = K.shape[0], k
-    cdef bint want_binv = Binv.shape[0] > 0
+    cdef const Model* md = model_of(model)
+    cdef int n = K.shape[0]
+    cdef bint want_binv = out.Binv.shape[0] > 0, parallel = options.parallel
     cdef Py_ssize_t size
-    _check_run_args(K, y, tau, nu, L, b, S, mu, var, Binv, parallel, orders,
-                    max_sweeps, quad_x, quad_logw, evq_x, evq_logw, rule, lik)
+    _check_run(K, y, md, tau, nu, out, options, orders)
     if n == 0:
         return SiteRun(status=ST_OK, n_sweeps=0, converged=True, log_evidence=0.0,
-                       dlik0=0.0, damping=damping, n_skipped=0, n_clipped=0,
+                       dlik0=0.0, damping=options.damping, n_skipped=0, n_clipped=0,
                        n_nonfinite=0, n_improper_final=0, n_clipped_last_sweep=0,
                        n_rejected=0, n_linearised=0, n_single=0, residual=0.0,
                        Q=np.zeros((0, 0), order="F"))
     memset(&r, 0, sizeof(Run))
-    # Pointers into the caller's arrays only once their shapes are checked and n > 0
-    # (&K[0, 0] of an empty array is an out-of-bounds index).
-    r.n = n
-    r.K = &K[0, 0]
-    r.L = &L[0, 0]
-    r.tau = &tau[0]
-    r.nu = &nu[0]
-    r.S = &S[0]
-    r.b = &b[0]
-    r.mu = &mu[0]
-    r.var = &var[0]
-    _model_init(&r.md, &quad, &evq, lik, par, quad_x, quad_logw, evq_x, evq_logw, rule)
-    _run_options(&r, parallel, damping, min_damping, tol, max_sweeps, accelerate,
-                 damping_start)
-    r.keep_factor = keep_factor
+    _run_arrays(&r, K, tau, nu, out)
+    r.md = md[0]
+    _run_options(&r, options)
     size = scratch_size(n, parallel, want_binv)
     sync_threads(n)
     try:
-        if _run_buffers(&r, &scratch[0] if scratch is not None
-                        and scratch.shape[0] >= size > 0 else NULL, size, parallel,
-                        &Binv[0, 0] if want_binv else NULL) != ST_OK:
+        if _run_buffers(&r, &out.scratch[0] if out.scratch is not None
+                        and out.scratch.shape[0] >= size > 0 else NULL, size, parallel,
+                        &out.Binv[0, 0] if want_binv else NULL) != ST_OK:
             raise MemoryError()
         with nogil:
             if _start(&r, y) == ST_OK:
@@ -1521,9 +1577,7 @@ def run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] 
             _finish(&r, want_binv)
         if r.status == ST_NOMEM:
             raise MemoryError()
-        Q = np.zeros((n, r.ng.m if r.status == ST_OK else 0), order="F")
-        for k in range(Q.shape[1]):
-            Q[:, k] = <double[:n]> (r.ng.Q + k * n)
+        Q = _negative_correction(&r)
     finally:
         _run_free(&r)
     return SiteRun(status=r.status, n_sweeps=r.sweep, converged=bool(r.converged),
@@ -1533,6 +1587,15 @@ def run(const double[::1, :] K, const double[::1] y, int lik, const double[::1] 
                    n_clipped_last_sweep=r.n_clip_last, n_rejected=r.n_reject,
                    n_linearised=r.n_inner, n_single=r.n_single, residual=r.change,
                    Q=Q)
+
+
+cdef object _negative_correction(const Run* r):
+    """Q (n x m, Fortran): the correction of the m negative sites at the end."""
+    cdef int k, n = r.n
+    Q = np.zeros((n, r.ng.m if r.status == ST_OK else 0), order="F")
+    for k in range(Q.shape[1]):
+        Q[:, k] = <double[:n]> (r.ng.Q + k * n)
+    return Q
 
 
 def evidence_dK(const double[::1] S, const double[::1] b, const double[::1, :] Q,

@@ -10,46 +10,13 @@
 #   model's times a one-dimensional correction per label.
 #
 # Every function is `cdef inline` (as in _lik.pxd), so the loop compiles its own copy
-# and calls it with no indirection; _pl.pyx wraps PL's for Python.
+# and calls it with no indirection; _pl.pyx wraps PL's for Python.  The Model
+# (the likelihood, the rule and PL's evidence rule) is the one of _model.pxd.
 
 from libc.math cimport exp, fabs, log, log1p, sqrt, isfinite, INFINITY, M_PI, NAN
 
-from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
-                  lik_derivs, lik_gauss_moments)
-
-
-cdef enum:
-    RULE_EP = 0         # sites by moment matching at the cavity (EP)
-    RULE_PL = 1         # sites by statistical linear regression at the marginal (PL)
-
-
-
-cdef struct Model:
-    # The likelihood and how sites are fitted to it.
-    int lik             # LIK_* code
-    const double* par   # its parameters (or NULL)
-    const Quad* quad    # its quadrature rule (logit moments)
-    int rule            # RULE_EP or RULE_PL
-    const Quad* evq     # PL: the Gauss-Hermite rule of the evidence correction
-
-
-cdef inline void _model_init(Model* md, Quad* quad, Quad* evq, int lik,
-                             const double[::1] par, const double[::1] quad_x,
-                             const double[::1] quad_logw, const double[::1] evq_x,
-                             const double[::1] evq_logw, int rule):
-    """Point md (and its two quadrature rules) at the given arrays, which must
-    outlive it; the caller has checked that nodes and weights have equal lengths."""
-    quad.n = quad_x.shape[0]
-    quad.x = &quad_x[0] if quad.n > 0 else NULL
-    quad.logw = &quad_logw[0] if quad.n > 0 else NULL
-    evq.n = evq_x.shape[0]
-    evq.x = &evq_x[0] if evq.n > 0 else NULL
-    evq.logw = &evq_logw[0] if evq.n > 0 else NULL
-    md.lik = lik
-    md.par = &par[0] if par.shape[0] > 0 else NULL
-    md.quad = quad
-    md.rule = rule
-    md.evq = evq
+from _lik cimport LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell
+from _model cimport Model, RULE_EP, RULE_PL, model_derivs, model_moments
 
 
 # ---- posterior linearisation's rule
@@ -80,8 +47,8 @@ cdef inline bint _slr(const Model* md, double yi, double v, double m, double* ta
         dneg[0] = 0.0
         x[0] = 0.0
         return True
-    lik_gauss_moments(md.lik, yi, m, v, md.par, md.quad, &lzy, &dy, &d2, &dpar)
-    lik_gauss_moments(md.lik, -yi, m, v, md.par, md.quad, &lzn, &dn, &d2, &dpar)
+    model_moments(md, yi, m, v, &lzy, &dy, &d2, &dpar)
+    model_moments(md, -yi, m, v, &lzn, &dn, &d2, &dpar)
     x[0] = -v * dy * dn
     if not (isfinite(lzy) and isfinite(lzn) and isfinite(dy) and isfinite(dn)
             and 0.0 <= x[0] < 1.0):
@@ -128,7 +95,7 @@ cdef inline double _pl_correction_threshold(const Model* md, double yi, double m
     mc = (m - v * nu) / a
     zc = _clamp(yi * mc / sqrt(vc))
     lc = -0.5 * log(a) + (v * nu * nu - 2.0 * m * nu + tau * m * m) / (2.0 * a)
-    lik_gauss_moments(md.lik, yi, mc, vc, md.par, md.quad, &lz, &d1, &d2, &dpar)
+    model_moments(md, yi, mc, vc, &lz, &d1, &d2, &dpar)
     if zc >= 0.0:
         c = lc + lz
     else:
@@ -162,14 +129,14 @@ cdef inline double _pl_correction(const Model* md, double yi, double m, double v
     of the log term in f: sums = (dc/dm = sum_k pi_k h'(f_k), dc/dv = sum_k pi_k
     h'(f_k) x_k / (2 sqrt(v)), E[f] = sum_k pi_k f_k, E[f^2], dc/dpar[0]).  All sums
     are 0 when every term vanishes (then -inf is returned)."""
-    cdef const Quad* q = md.evq
+    cdef const Quad* q = &md.evq
     cdef int k
     cdef double sq = sqrt(v), mx = -INFINITY, acc = 0.0, a, h, f, lp, g1, g2, g3
     if md.lik == LIK_STEP or md.lik == LIK_NOISY_THRESHOLD:
         return _pl_correction_threshold(md, yi, m, v, tau, nu, sums)
     for k in range(q.n):
         f = m + sq * q.x[k]
-        lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3)
+        model_derivs(md, yi, f, &lp, &g1, &g2, &g3)
         a = q.logw[k] + lp + f * (0.5 * tau * f - nu)
         if a > mx:
             mx = a
@@ -180,7 +147,7 @@ cdef inline double _pl_correction(const Model* md, double yi, double m, double v
         return mx
     for k in range(q.n):
         f = m + sq * q.x[k]
-        lik_derivs(md.lik, yi, f, md.par, &lp, &g1, &g2, &g3)
+        model_derivs(md, yi, f, &lp, &g1, &g2, &g3)
         h = exp(q.logw[k] + lp + f * (0.5 * tau * f - nu) - mx)
         acc += h
         if sums == NULL:
@@ -276,7 +243,7 @@ cdef inline void _site_update(const Model* md, double yi, double tau_i,
         return
     v_cav = 1.0 / tau_cav
     m_cav = nu_cav * v_cav
-    lik_gauss_moments(md.lik, yi, m_cav, v_cav, md.par, md.quad, &logZ, &d1, &d2, &dpar)
+    model_moments(md, yi, m_cav, v_cav, &logZ, &d1, &d2, &dpar)
     if not (isfinite(d1) and isfinite(d2)):
         tau_new[0] = tau_i
         nu_new[0] = nu_i
@@ -317,8 +284,8 @@ cdef inline double _log_evidence(const Model* md, const double[::1] y,
         if not (tau_cav > 0.0):
             n_bad[0] += 1
             continue
-        lik_gauss_moments(md.lik, y[i], nu_cav / tau_cav, 1.0 / tau_cav, md.par,
-                          md.quad, &logZ, &d1, &d2, &dpar)
+        model_moments(md, y[i], nu_cav / tau_cav, 1.0 / tau_cav, &logZ, &d1, &d2,
+                      &dpar)
         dlik[0] += dpar
         total += logZ
         total += 0.5 * nu_cav * (tau[i] / tau_cav * nu_cav - 2.0 * nu[i]) / (tau[i] + tau_cav)

@@ -988,8 +988,8 @@ def test_factorisations_without_L_change_nothing(monkeypatch):
     run = _site_loop.run
     runs = []
     for keep in (False, True):
-        monkeypatch.setattr(_site_loop, "run",
-                            lambda *args: run(*args, keep_factor=keep))
+        monkeypatch.setattr(_site_loop, "run", lambda *args, keep=keep: run(
+            *args[:6], args[6].replace(keep_factor=keep), *args[7:]))
         runs.append(ep(K, y, lik, updates="parallel", init=cold.state))
     a, b = runs
     assert a.info["converged"] and a.info["n_sweeps"] >= 2
@@ -1034,8 +1034,8 @@ def test_auto_updates_fall_back_to_sequential_when_parallel_runs_fail(monkeypatc
     calls = []
 
     def failing_parallel(*args):
-        calls.append(args[13])                     # the "parallel" flag
-        if args[13]:
+        calls.append(args[6].parallel)             # the "parallel" flag
+        if args[6].parallel:
             loop = ep_module._site_loop
             return loop.SiteRun(status=loop.STATUS_NONFINITE)
         return run(*args)

@@ -41,6 +41,7 @@ import numpy as np
 import pytest
 
 from gpc import _pl
+from gpc._model import LikelihoodModel
 from gpc.likelihoods import (
     Gaussian,
     Laplace,
@@ -529,8 +530,8 @@ def ref_slr_site(name, y, m, v):
 @pytest.mark.parametrize("name", list(CLASSIFICATION))
 def test_posterior_linearisation_sites_against_mpmath(name):
     lik = CLASSIFICATION[name][0]
-    tau, nu = _pl.pl_sites(lik.code, np.array(lik.params, dtype=float), lik.quad_x,
-                           lik.quad_logw, YS, MS, VS)
+    tau, nu = _pl.pl_sites(LikelihoodModel(lik.code, np.array(lik.params, dtype=float),
+                                           lik.quad_x, lik.quad_logw), YS, MS, VS)
     assert np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))
     assert np.all(tau >= 0)
     errs = [[], []]

@@ -364,9 +364,10 @@ def threshold_correction(eps, y, m, v, tau, nu):
     arr = lambda a: np.array([float(a)])  # noqa: E731
     none = np.zeros(1)
     g_mu, g_P, e_f, e_f2, dpar, c = gpc._pl.pl_correction_gradients(
-        lik.code, np.asarray(lik.params, float), np.asarray(lik.quad_x, float),
-        np.asarray(lik.quad_logw, float), none, none, arr(y), arr(m), arr(v),
-        arr(tau), arr(nu))
+        gpc._model.LikelihoodModel(
+            lik.code, np.asarray(lik.params, float), np.asarray(lik.quad_x, float),
+            np.asarray(lik.quad_logw, float), 0, none, none),
+        arr(y), arr(m), arr(v), arr(tau), arr(nu))
     return c[0], np.array([g_mu[0], g_P[0], e_f[0], e_f2[0], dpar])
 
 

@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, gmres
 
-from .. import _moments, _pl, _site_loop
+from .. import _model, _moments, _pl, _site_loop
 from .._blocks import matmul
 from ..likelihoods import LIK_GAUSSIAN
 from ._base import NumericalError, register
@@ -155,20 +155,21 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     R *= S[None, :]
     if likelihood.code == LIK_GAUSSIAN:
         return None, 0.5 * (b @ b - np.trace(R)), True
-    ex, elogw = evidence_rule
-    par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
-    qx, qw = likelihood.quad_x, likelihood.quad_logw
+    model = _model.likelihood_model(likelihood, _model.RULE_POSTERIOR_LINEARISATION,
+                                    evidence_rule)
+    par = model.par
     tau = S * S                           # the sites; nu = (K^{-1} + T) mu below
     g_mu, g_P, e_f, e_f2, dpar, _ = _pl.pl_correction_gradients(
-        likelihood.code, par, qx, qw, ex, elogw, y, mu, var, tau, b + tau * mu)
+        model, y, mu, var, tau, b + tau * mu)
     U = matmul(K, R)                                     # K R
     Sigma = K - matmul(U, K)                             # K - K R K
     Sigma2 = Sigma * Sigma
 
     # F': the sites' derivatives with respect to the marginal mean and variance
     # (and the likelihood parameter).
-    def sites(m, v, p=par):
-        return _pl.pl_sites(likelihood.code, p, qx, qw, y, m, v)
+    def sites(m, v, p=None):
+        return _pl.pl_sites(model if p is None else _model.LikelihoodModel(
+            model.code, p, model.quad_x, model.quad_logw), y, m, v)
 
     hm = 1e-5 * np.sqrt(var)
     hv = 1e-5 * var

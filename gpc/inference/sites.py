@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .. import _site_loop
+from .. import _model, _site_loop
 from .._validation import NotPositiveDefiniteError, check_integer, check_real
 from ..posterior import SitePosterior
 from ._base import InferenceResult, NumericalError, with_jitter, workspace_array
@@ -96,14 +96,11 @@ class _Runner:
 
     def __init__(self, y, likelihood, rule, evidence_rule, orders, options,
                  compute_gradient, name):
-        self.y, self.likelihood, self.rule, self.orders = y, likelihood, rule, orders
+        self.y, self.likelihood, self.orders = y, likelihood, orders
         self.options, self.compute_gradient, self.name = (options, compute_gradient,
                                                           name)
-        self.par, self.qx, self.qw = (
-            np.ascontiguousarray(a, dtype=np.float64)
-            for a in (likelihood.params, likelihood.quad_x, likelihood.quad_logw))
-        self.evq = (np.zeros(0), np.zeros(0)) if evidence_rule is None else tuple(
-            np.ascontiguousarray(a, dtype=np.float64) for a in evidence_rule)
+        self.model = _model.likelihood_model(likelihood, rule, evidence_rule)
+        self.par = self.model.par
 
     def __call__(self, K, start, ws):
         """A :class:`Fit` from ``start`` on K, or None when a factorisation failed
@@ -118,11 +115,12 @@ class _Runner:
         scratch = None if ws is None else workspace_array(
             ws, "scratch", (_site_loop.scratch_size(n, start.parallel, grad),))
         damping, min_damping, tol, max_sweeps, accelerate = self.options
-        out = _site_loop.run(K, self.y, self.likelihood.code, self.par, self.qx,
-                             self.qw, tau, nu, L, b, S, mu, var, start.parallel,
-                             self.orders[start.parallel], damping, min_damping, tol,
-                             max_sweeps, accelerate, Binv, self.rule, *self.evq,
-                             start.damping, scratch)
+        out = _site_loop.run(
+            K, self.y, self.model, tau, nu,
+            _site_loop.SiteBuffers(L, b, S, mu, var, Binv, scratch),
+            _site_loop.SiteOptions(start.parallel, damping, min_damping, tol,
+                                   max_sweeps, accelerate, start.damping),
+            self.orders[start.parallel])
         if out.status == _site_loop.STATUS_NOT_PD:
             return None
         if out.status == _site_loop.STATUS_NONFINITE:
