@@ -26,7 +26,8 @@ from scipy.linalg.cython_lapack cimport spotrs
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
                     scale_site_inverse, site_inverse, symv_lower, sync_threads)
-from _lik cimport lik_derivs, LIK_PROBIT, LIK_NOISY_THRESHOLD, LIK_STEP, LIK_GAUSSIAN
+from _lik cimport LIK_PROBIT, LIK_GAUSSIAN
+from _model cimport Model, model_derivs, model_of
 from _signals cimport check_signals
 
 
@@ -71,10 +72,10 @@ SINGLE_MAX_COND = 1e5
 
 cdef struct Newton:
     # The problem and the iteration's state and work vectors (each of length n).
-    int lik, n
+    int n
+    const Model* md
     const double* K
     const double* y
-    const double* par
     double* L           # the factor of B; single precision: <float*> L
     double* a           # the current point: a = K^{-1} f ...
     double* f           # ... and f
@@ -103,7 +104,7 @@ cdef int _derivs_at(const Newton* nw, double* sum_lp) noexcept nogil:
     cdef int i
     cdef double lp, g1, g2, g3, s = 0.0
     for i in range(nw.n):
-        if lik_derivs(nw.lik, nw.y[i], nw.f[i], nw.par, &lp, &g1, &g2, &g3) != 0:
+        if model_derivs(nw.md, nw.y[i], nw.f[i], &lp, &g1, &g2, &g3) != 0:
             return ST_NO_DERIVATIVES
         s += lp
         nw.d1[i] = g1
@@ -119,7 +120,7 @@ cdef double _psi(const Newton* nw, const double* a, const double* f,
     cdef int i, n = nw.n
     cdef double lp, g1, g2, g3, s = 0.0, mag = 0.0, af = 0.0
     for i in range(n):
-        lik_derivs(nw.lik, nw.y[i], f[i], nw.par, &lp, &g1, &g2, &g3)
+        model_derivs(nw.md, nw.y[i], f[i], &lp, &g1, &g2, &g3)
         s += lp
         mag += fabs(lp) + 0.5 * fabs(a[i] * f[i])
         af += a[i] * f[i]
@@ -396,26 +397,44 @@ def _check_shapes(K, n, **arrays):
                              f"{tuple(a.shape)[:len(want)]}.")
 
 
-def _check_par(int lik, par):
-    if lik < LIK_PROBIT or lik > LIK_GAUSSIAN:
-        raise ValueError(f"unknown likelihood code {lik}.")
-    if lik == LIK_NOISY_THRESHOLD and par.shape[0] < 1:
-        raise ValueError("the noisy threshold likelihood needs its parameter eps.")
-    if lik == LIK_GAUSSIAN and par.shape[0] < 1:
-        raise ValueError("the Gaussian likelihood needs its noise variance.")
+cdef const Model* _laplace_model(model) except NULL:
+    """The model's struct, if its likelihood is one Laplace handles (its
+    parameters were checked when the model was built)."""
+    cdef const Model* md = model_of(model)
+    if md.lik < LIK_PROBIT or md.lik > LIK_GAUSSIAN:
+        raise ValueError(f"unknown likelihood code {md.lik}.")
+    return md
 
 
-def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
-                const double[::1] par, double[::1] alpha, double[::1] f,
-                double[::1] sW, double[::1, :] L, double tol, int max_iter,
-                double max_single_cond=SINGLE_MAX_COND, bint reuse=True):
+cdef class NewtonOptions:
+    """The options of ``newton_mode``: ``tol`` (converged when a Newton step
+    changes f by at most tol * (1 + max|f|)), ``max_iter`` (Newton steps),
+    ``max_single_cond`` (single-precision factorisations while the bound
+    1 + sum_i W_i K_ii on the condition number of B is at most this; 0: never)
+    and ``reuse`` (chord steps, reusing the last factorisation)."""
+
+    cdef readonly double tol, max_single_cond
+    cdef readonly int max_iter
+    cdef readonly bint reuse
+
+    def __init__(self, double tol, int max_iter, double max_single_cond=SINGLE_MAX_COND,
+                 bint reuse=True):
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_single_cond = max_single_cond
+        self.reuse = reuse
+
+
+def newton_mode(const double[::1, :] K, const double[::1] y, model, double[::1] alpha,
+                double[::1] f, double[::1] sW, double[::1, :] L,
+                NewtonOptions options not None):
     """Newton iterations for the Laplace mode, factorising B at the returned point.
 
     Parameters
     ----------
     K : (n, n) Fortran float64, symmetric (lower triangle read).
     y : (n,) labels in {-1, +1}.
-    lik : likelihood code (``_lik.pxd``); par : its parameters.
+    model : the likelihood, a ``gpc._model.LikelihoodModel``.
     alpha : (n,) in: warm start (zeros for a cold start); out: a = K^{-1} f at the mode.
     f : (n,) out: the mode f = K a.
     sW : (n,) out: sqrt(W) at the mode.
@@ -423,14 +442,14 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
         Its strict upper triangle is left untouched, except in the columns
         0 .. n/2 after single-precision factorisations (their scratch), where it
         is zeroed.
-    tol : converged when a Newton step changes f by at most tol * (1 + max|f|).
-    max_iter : maximum number of Newton steps.
-    max_single_cond : a factorisation that steers a step (not the last one) is done
-        in single precision while 1 + sum_i W_i K_ii, a bound on the condition
-        number of B, is at most this (0 turns single precision off); see
-        ``_newton`` for when it falls back to double.
-    reuse : whether steps may reuse the last factorisation once the steps converge
-        fast (chord steps, see ``_chord_pays``).
+    options : :class:`NewtonOptions`: ``tol`` (converged when a Newton step
+        changes f by at most tol * (1 + max|f|)), ``max_iter`` (maximum number of
+        Newton steps), ``max_single_cond`` (a factorisation that steers a step,
+        not the last one, is done in single precision while 1 + sum_i W_i K_ii, a
+        bound on the condition number of B, is at most this; 0 turns single
+        precision off; see ``_newton`` for when it falls back to double) and
+        ``reuse`` (whether steps may reuse the last factorisation once the steps
+        converge fast: chord steps, see ``_chord_pays``).
 
     Signal handlers get their turn (``check_signals``) before every Newton step: a
     KeyboardInterrupt leaves alpha, f, sW and L part-updated.
@@ -447,16 +466,14 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     cdef Newton nw
     cdef Outcome out
     _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L)
-    _check_par(lik, par)
+    nw.md = _laplace_model(model)
     if n == 0:
         return ST_OK, 0, True, 0.0, 0.0, 0, 0, 0
     # Pointers into the caller's arrays only once their shapes are checked and n > 0
     # (&K[0, 0] of an empty array is an out-of-bounds index).
-    nw.lik = lik
     nw.n = n
     nw.K = &K[0, 0]
     nw.y = &y[0]
-    nw.par = &par[0] if par.shape[0] > 0 else NULL
     nw.L = &L[0, 0]
     nw.a = &alpha[0]
     nw.f = &f[0]
@@ -473,7 +490,8 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
     sync_threads(n)
     try:
         with nogil:
-            _newton(&nw, tol, max_iter, max_single_cond, reuse, &out)
+            _newton(&nw, options.tol, options.max_iter, options.max_single_cond,
+                    options.reuse, &out)
     finally:
         free(work)
     return (out.status, out.n_iter, bool(out.converged), out.psi, out.logdet,
@@ -481,14 +499,15 @@ def newton_mode(const double[::1, :] K, const double[::1] y, int lik,
 
 
 def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1] y,
-                int lik, const double[::1] par, const double[::1] alpha,
-                const double[::1] f, const double[::1] sW, double[::1, :] dK):
+                model, const double[::1] alpha, const double[::1] f,
+                const double[::1] sW, double[::1, :] dK):
     """Total derivative of the Laplace log evidence with respect to K.
 
     log q(y) = psi(f_hat) - sum log diag L.  With R = sW B^{-1} sW and
     Sigma = (K^{-1} + W)^{-1}, the explicit part is (a a' - R)/2 and the implicit part
     (through the mode) is sym(u a') with s2 = d(-log|B|/2)/df = diag(Sigma) * d3/2
-    (d3 = third derivative of log p; dW/df = -d3) and u = (I - R K) s2: R&W eqs.
+    (d3 = third derivative of log p of ``model``, a ``gpc._model.LikelihoodModel``;
+    dW/df = -d3) and u = (I - R K) s2: R&W eqs.
     5.22-5.24 folded into one symmetric matrix, using a = d log p/df at the mode.
     diag(Sigma) comes from B^{-1} in O(n): sW Sigma sW = I - B^{-1}.
 
@@ -505,15 +524,14 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
     cdef double* R
     cdef const double* Kp
     cdef const double* Lp
-    cdef const double* parp
+    cdef const Model* md
     _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L, dK=dK)
-    _check_par(lik, par)
+    md = _laplace_model(model)
     if n == 0:
         return 0
     R = &dK[0, 0]
     Kp = &K[0, 0]
     Lp = &L[0, 0]
-    parp = &par[0] if par.shape[0] > 0 else NULL
     work = <double*> malloc(3 * n * sizeof(double))
     if work == NULL:
         raise MemoryError()
@@ -524,7 +542,7 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
             info = site_inverse(Lp, R, n)
             if info == 0:
                 for i in range(n):
-                    lik_derivs(lik, y[i], f[i], parp, &lp, &g1, &g2, &g3)
+                    model_derivs(md, y[i], f[i], &lp, &g1, &g2, &g3)
                     wi = sW[i] * sW[i]
                     # diag(Sigma)_i = (1 - Binv_ii) / W_i; where W_i underflows, d3
                     # does too and the implicit term of this point vanishes.

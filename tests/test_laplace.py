@@ -397,6 +397,7 @@ def test_badly_scaled_kernel_falls_back_to_double(lik, sf2, nugget):
     # where the all-double one does.  (The nugget keeps the mode itself
     # determined to 1e-10 in double.)
     from gpc import _laplace
+    from gpc._model import LikelihoodModel
 
     K, y = problem(200, 13, 1.0, sf2, d=2)
     K = np.asfortranarray(K + nugget * sf2 * np.eye(200))
@@ -406,7 +407,8 @@ def test_badly_scaled_kernel_falls_back_to_double(lik, sf2, nugget):
         alpha, f, sW = np.zeros(200), np.empty(200), np.empty(200)
         L = np.zeros((200, 200), order="F")
         status, n_iter, conv, psi, logdet, _, n_single, _ = _laplace.newton_mode(
-            K, y, code, np.zeros(0), alpha, f, sW, L, 1e-10, 100, cond, cond > 0)
+            K, y, LikelihoodModel(code, np.zeros(0), np.zeros(0), np.zeros(0)), alpha,
+            f, sW, L, _laplace.NewtonOptions(1e-10, 100, cond, cond > 0))
         assert status == _laplace.STATUS_OK and conv
         assert (n_single > 0) == (cond > 0)
         out[cond] = f, alpha, psi - logdet

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .. import _laplace
+from .. import _laplace, _model
 from .._validation import check_integer, check_real
 from ..posterior import SitePosterior
 from ._base import (InferenceResult, NumericalError, register, with_jitter,
@@ -93,7 +93,10 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
     check_integer(max_iter, "max_iter", 0)
     max_cond = _laplace.SINGLE_MAX_COND if single_precision else 0.0
     n = K.shape[0]
-    par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
+    model = _model.likelihood_model(likelihood)
+    par = model.par
+    options = _laplace.NewtonOptions(float(tol), int(max_iter), max_cond,
+                                     bool(reuse_factor))
     alpha0 = np.zeros(n)
     if init is not None and "alpha" in init:
         a = np.asarray(init["alpha"], dtype=np.float64)
@@ -107,9 +110,7 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         # Only L's lower triangle is written (its upper one stays zero).
         L = workspace_array(workspace, "L", (n, n))
         status, n_iter, converged, psi, logdet, halvings, n_single, n_reused = \
-            _laplace.newton_mode(Kj, y, likelihood.code, par, alpha, f, sW, L,
-                                 float(tol), int(max_iter), max_cond,
-                                 bool(reuse_factor))
+            _laplace.newton_mode(Kj, y, model, alpha, f, sW, L, options)
         if status == _laplace.STATUS_NOT_PD:
             return None
         if status == _laplace.STATUS_NONFINITE:
@@ -129,7 +130,7 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
     dK = None
     if compute_gradient:
         dK = workspace_array(workspace, "dK", (n, n))
-        info = _laplace.evidence_dK(Kj, L, y, likelihood.code, par, alpha, f, sW, dK)
+        info = _laplace.evidence_dK(Kj, L, y, model, alpha, f, sW, dK)
         if info != 0:
             raise NumericalError("Laplace: inverting B failed (LAPACK info "
                                  f"{info}); B = I + sW K sW is singular.", "laplace")
