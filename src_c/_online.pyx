@@ -41,7 +41,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymm, dsyr, dsyrk, dtrsm
-from _lik cimport Quad, lik_gauss_moments, lik_n_params
+from _model cimport Model, model_moments, model_of
 from _signals cimport check_signals
 
 
@@ -182,25 +182,41 @@ cdef void _block_finish(double* C, double* alpha, int n, int nb, int T,
               C, &n)
 
 
-cdef int _sweep(const double* K, const double* y, int lik, const double* par,
-                const Quad* quad, double* alpha, double* C, int n, const int* order,
-                Py_ssize_t start, Py_ssize_t stop, int* t_active, double* logz_out,
-                double* sum_logz, double* sum_dpar, Py_ssize_t* n_done,
-                Work* w) except -1 nogil:
+cdef struct Sweep:
+    # One call of adf_sweep: the problem and the state (pointers into the caller's
+    # arrays), and what the sweep reports.
+    const double* K
+    const double* y
+    const Model* md
+    double* alpha
+    double* C
+    int n
+    const int* order
+    double* logz_out
+    int t_active
+    double sum_logz
+    double sum_dpar
+    Py_ssize_t n_done
+
+
+cdef int _sweep(Sweep* sw, Py_ssize_t start, Py_ssize_t stop, Work* w) except -1 nogil:
     """Process order[start:stop] block by block (see the header); returns a status,
     or -1 with an exception set when a signal handler raised between blocks."""
-    cdef int i, l, r, j, nb, t0, T, Tdone, st = ST_OK, b = w.b
+    cdef int i, l, r, j, nb, t0, T, Tdone, st = ST_OK, b = w.b, n = sw.n
     cdef Py_ssize_t p0 = start, p
     cdef double d, m, v, kjj, scale, logZ, dlogZ, d2logZ, dpar, next_check = 0.0
     cdef double* Dcol
-    n_done[0] = 0
+    cdef const double* K = sw.K
+    cdef double* alpha = sw.alpha
+    cdef double* C = sw.C
+    sw.n_done = 0
     while p0 < stop:
         check_signals(&next_check)
         nb = b if stop - p0 > b else <int> (stop - p0)
-        t0 = t_active[0]
+        t0 = sw.t_active
         T = t0
         for i in range(nb):
-            w.J[i] = order[p0 + i]
+            w.J[i] = sw.order[p0 + i]
             if w.J[i] + 1 > T:
                 T = w.J[i] + 1
         _block_start(K, C, alpha, n, nb, t0, T, w)
@@ -229,8 +245,7 @@ cdef int _sweep(const double* K, const double* y, int lik, const double* par,
                     st = ST_NEGATIVE_VARIANCE
                 v = 0.0
             if st == ST_OK:
-                lik_gauss_moments(lik, y[j], m, v, par, quad, &logZ, &dlogZ, &d2logZ,
-                                  &dpar)
+                model_moments(sw.md, sw.y[j], m, v, &logZ, &dlogZ, &d2logZ, &dpar)
                 if not (isfinite(logZ) and isfinite(dlogZ) and isfinite(d2logZ)
                         and isfinite(dpar)):
                     st = ST_NONFINITE
@@ -239,30 +254,29 @@ cdef int _sweep(const double* K, const double* y, int lik, const double* par,
                 break
             w.g[i] = dlogZ
             w.h[i] = d2logZ
-            logz_out[p0 + i] = logZ
-            sum_logz[0] += logZ
-            sum_dpar[0] += dpar
+            sw.logz_out[p0 + i] = logZ
+            sw.sum_logz += logZ
+            sw.sum_dpar += dpar
             if j + 1 > Tdone:
                 Tdone = j + 1
         _block_finish(C, alpha, n, nb, Tdone, w)
-        t_active[0] = Tdone
-        n_done[0] += nb
+        sw.t_active = Tdone
+        sw.n_done += nb
         if st != ST_OK:
             return st
         p0 += nb
     return ST_OK
 
 
-def adf_sweep(const double[::1, :] K, const double[::1] y, int lik, const double[::1] par,
-              const double[::1] quad_x, const double[::1] quad_logw,
-              double[::1] alpha, double[::1, :] C, const int[::1] order,
-              Py_ssize_t start, int t_active, double[::1] logz_out, int block=DEFAULT_BLOCK):
+def adf_sweep(const double[::1, :] K, const double[::1] y, model, double[::1] alpha,
+              double[::1, :] C, const int[::1] order, Py_ssize_t start, int t_active,
+              double[::1] logz_out, int block=DEFAULT_BLOCK):
     """Process the examples ``order[start], order[start + 1], ..., order[-1]`` in turn
     by assumed density filtering, updating ``alpha`` and ``C`` in place.
 
     ``K``: the full symmetric n x n kernel matrix (Fortran; both triangles are read).
-    ``y``: labels (n).  ``lik``, ``par``, ``quad_x``, ``quad_logw``: the likelihood
-    code, its parameters and its Gauss-Hermite rule (``gpc.likelihoods``).
+    ``y``: labels (n).  ``model``: the likelihood, a ``gpc._model.LikelihoodModel``
+    (its code, parameters and Gauss-Hermite rule).
     ``alpha`` (n) and ``C`` (n x n, Fortran, LOWER triangle) hold the state; only
     ``alpha[:t_active]`` and ``C[:t_active, :t_active]`` may be non-zero on entry (a
     fresh fit: zeros and ``t_active = 0``), and each example j raises t_active to at
@@ -280,10 +294,9 @@ def adf_sweep(const double[::1, :] K, const double[::1] y, int lik, const double
     parameters) over the processed examples.
     """
     cdef int n = K.shape[0], st = ST_OK
-    cdef Py_ssize_t i, m = order.shape[0], n_done = 0
-    cdef double sum_logz = 0.0, sum_dpar = 0.0
-    cdef double dummy_par = 0.0
-    cdef Quad quad
+    cdef Py_ssize_t i, m = order.shape[0]
+    cdef const Model* md = model_of(model)
+    cdef Sweep sw
     cdef Work w
     if K.shape[1] != n or C.shape[0] != n or C.shape[1] != n:
         raise ValueError("K and C must be n x n")
@@ -297,33 +310,32 @@ def adf_sweep(const double[::1, :] K, const double[::1] y, int lik, const double
         raise ValueError("t_active must be in [0, n]")
     if block < 1:
         raise ValueError("block must be >= 1")
-    if lik_n_params(lik) < 0:
-        raise ValueError(f"unknown likelihood code {lik}")
-    if par.shape[0] < lik_n_params(lik):
-        raise ValueError("this likelihood needs its parameter in par[0]")
-    if quad_x.shape[0] != quad_logw.shape[0]:
-        raise ValueError("quad_x and quad_logw must have equal lengths")
     for i in range(start, m):
         if not 0 <= order[i] < n:
             raise ValueError("order entries must be in [0, n)")
     if start == m:
         return ST_OK, 0, t_active, 0.0, 0.0
-    quad.n = quad_x.shape[0]
-    quad.x = &quad_x[0] if quad.n > 0 else NULL
-    quad.logw = &quad_logw[0] if quad.n > 0 else NULL
+    sw.K = &K[0, 0]
+    sw.y = &y[0]
+    sw.md = md
+    sw.alpha = &alpha[0]
+    sw.C = &C[0, 0]
+    sw.n = n
+    sw.order = &order[0]
+    sw.logz_out = &logz_out[0]
+    sw.t_active = t_active
+    sw.sum_logz = 0.0
+    sw.sum_dpar = 0.0
     if block > m - start:
         block = <int> (m - start)
     if _work_init(&w, n, block) != 0:
         raise MemoryError()
     try:
         with nogil:
-            st = _sweep(&K[0, 0], &y[0], lik,
-                        &par[0] if par.shape[0] > 0 else &dummy_par, &quad, &alpha[0],
-                        &C[0, 0], n, &order[0], start, m, &t_active, &logz_out[0],
-                        &sum_logz, &sum_dpar, &n_done, &w)
+            st = _sweep(&sw, start, m, &w)
     finally:
         _work_free(&w)
-    return st, n_done, t_active, sum_logz, sum_dpar
+    return st, sw.n_done, sw.t_active, sw.sum_logz, sw.sum_dpar
 
 
 def rank_one_baseline(double[::1, :] C, const double[::1] s, Py_ssize_t n,

@@ -27,6 +27,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import RBF
 import gpc
 from gpc import _online
+from gpc._model import LikelihoodModel
 from gpc.likelihoods import get_likelihood
 from gpc.sparse import SparseGPClassifier
 
@@ -71,8 +72,10 @@ def adf_passes(n, passes):
     # One call of the compiled ADF loop presenting every example `passes` times.
     K, y = kernel_matrix(n, 10.0)
     lik = get_likelihood("probit")
-    args = (K, y.astype(float), lik.code, np.asarray(lik.params, float),
-            np.asarray(lik.quad_x, float), np.asarray(lik.quad_logw, float),
+    args = (K, y.astype(float),
+            LikelihoodModel(lik.code, np.asarray(lik.params, float),
+                            np.asarray(lik.quad_x, float),
+                            np.asarray(lik.quad_logw, float)),
             np.zeros(n), np.zeros((n, n), order="F"),
             np.tile(np.arange(n, dtype=np.intc), passes), 0, 0, np.empty(n * passes))
     return interrupted(lambda: _online.adf_sweep(*args))

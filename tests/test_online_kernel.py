@@ -5,6 +5,7 @@ import pytest
 from scipy.stats import norm
 
 from gpc import _online
+from gpc._model import LikelihoodModel, likelihood_model
 from gpc.likelihoods import get_likelihood
 
 
@@ -47,9 +48,9 @@ def _run(K, y, lik, order, alpha=None, C=None, start=0, t_active=0, logz=None,
     alpha = np.zeros(n) if alpha is None else alpha
     C = np.zeros((n, n), order="F") if C is None else C
     logz = np.full(len(order), np.nan) if logz is None else logz
-    out = _online.adf_sweep(K, y, lik.code, lik.params, lik.quad_x, lik.quad_logw,
-                            alpha, C, np.asarray(order, dtype=np.int32), start,
-                            t_active, logz, block)
+    out = _online.adf_sweep(K, y, likelihood_model(lik), alpha, C,
+                            np.asarray(order, dtype=np.int32), start, t_active, logz,
+                            block)
     return out, alpha, C, logz
 
 
@@ -236,8 +237,10 @@ def test_variance_tolerance(delta, ok):
     K = np.asfortranarray([[1.0, 1.0 + delta], [1.0 + delta, 1.0]])
     s2 = 1e-12
     logz = np.zeros(2)
-    st, done, *_ = _online.adf_sweep(K, np.array([0.5, 0.5]), _gaussian(1.0).code,
-                                     np.array([s2]), np.zeros(0), np.zeros(0),
+    st, done, *_ = _online.adf_sweep(K, np.array([0.5, 0.5]),
+                                     LikelihoodModel(_gaussian(1.0).code,
+                                                     np.array([s2]), np.zeros(0),
+                                                     np.zeros(0)),
                                      np.zeros(2), np.zeros((2, 2), order="F"),
                                      np.arange(2, dtype=np.int32), 0, 0, logz)
     if ok:
@@ -262,7 +265,8 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="start"):
         _run(K, y, lik, [0], start=2)
     with pytest.raises(ValueError, match="par"):
-        _online.adf_sweep(K, y, 2, np.zeros(0), lik.quad_x, lik.quad_logw, np.zeros(n),
+        _online.adf_sweep(K, y, LikelihoodModel(2, np.zeros(0), lik.quad_x,
+                                                lik.quad_logw), np.zeros(n),
                           np.zeros((n, n), order="F"), np.arange(n, dtype=np.int32), 0,
                           0, np.zeros(n))
     # Nothing left to process.

@@ -12,7 +12,7 @@ import reprlib
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .. import _online
+from .. import _model, _online
 from ..posterior import ExplicitPosterior
 from ._base import InferenceResult, NumericalError, register
 
@@ -112,15 +112,13 @@ def adf(K, y, likelihood, *, init=None, compute_gradient=True, n_sweeps=1,
         rng = check_random_state(random_state)
         orders = [np.arange(n, dtype=np.intc) if order == "fixed"
                   else rng.permutation(n).astype(np.intc) for _ in range(n_sweeps)]
-    par = np.ascontiguousarray(likelihood.params, dtype=np.float64)
-    qx = np.ascontiguousarray(likelihood.quad_x, dtype=np.float64)
-    qw = np.ascontiguousarray(likelihood.quad_logw, dtype=np.float64)
+    model = _model.likelihood_model(likelihood)
     t_active = n0
     sums, log_pred = [], []
     for sweep, idx in enumerate(orders):
         logz = np.empty(idx.shape[0])
         status, n_done, t_active, total, _ = _online.adf_sweep(
-            K, y, likelihood.code, par, qx, qw, alpha, C, idx, 0, t_active, logz)
+            K, y, model, alpha, C, idx, 0, t_active, logz)
         if status != _online.STATUS_OK:
             what = ("its predictive variance came out negative"
                     if status == _online.STATUS_NEGATIVE_VARIANCE
