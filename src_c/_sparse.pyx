@@ -46,7 +46,7 @@ from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 from scipy.linalg.cython_blas cimport daxpy, dtrsv
 from _blas cimport VEC, dot_here, symv_panels
-from _lik cimport Quad, lik_gauss_moments, lik_n_params
+from _model cimport Model, model_moments, model_of
 from _signals cimport SIGNAL_BLOCK, check_signals
 
 
@@ -64,12 +64,6 @@ STATUS_NONFINITE = ST_NONFINITE
 # KL-optimal projection as over capacity.
 cdef double MAX_COND = 1e12
 MAX_CONDITION = MAX_COND
-
-
-cdef struct Model:
-    int lik
-    const double* par
-    Quad quad
 
 
 cdef inline double _sym(const double* M, int a, int b, int ld) noexcept nogil:
@@ -185,171 +179,302 @@ cdef void _remove(double* alpha, double* C, double* L, double* dq, int* src, int
         src[j] = src[j + 1]
 
 
-cdef int _online(const double* Kbx, int d0, const double* Kxx, const double* kdiag,
-                 const double* y, int B, const Model* md, double* alpha, double* C,
-                 double* L, double* dq, int* src, int* d_io, int ld, int max_basis,
-                 double tol,
-                 double* logz, double* tau, double* nu, int* joined, int* n_done,
-                 long* counts, double* work) except -1 nogil:
-    """Process the B examples of a chunk in turn (see the header); -1 with an
-    exception set when a signal handler raised (checked every SIGNAL_BLOCK
-    examples)."""
-    cdef int j, i, t, d = d_io[0], worst
-    cdef double kstar, m, s2, gamma, vu, lz, q, r, dp, den, score, best
-    cdef double tr_k = 0.0, tr_q = 0.0, e2, next_check = 0.0
-    cdef double* k = work
-    cdef double* Ck = work + ld
-    cdef double* e = work + 2 * ld
-    cdef double* qs = work + 3 * ld
-    cdef double* cs = work + 4 * ld
-    cdef double* lk = work + 5 * ld
-    for i in range(d):
-        tr_q += dq[i]
+cdef struct Online:
+    # One online pass over a chunk (online_chunk): the chunk's kernel values and
+    # labels, the BV set, the per-example outputs (pointers into the caller's
+    # arrays), the running traces and the counts.
+    const double* Kbx       # d0 x B
+    int d0
+    const double* Kxx       # B x B
+    const double* kdiag
+    const double* y
+    int B
+    const Model* md
+    double* alpha
+    double* C
+    double* L
+    double* dq              # diag(K_BV^{-1})
+    int* src
+    int d                   # the BV set's size
+    int ld                  # its capacity, max_basis + 1
+    int max_basis
+    double tol
+    double tr_k             # tr(K_BV) ...
+    double tr_q             # ... and tr(K_BV^{-1}): their product bounds its condition
+    double* logz
+    double* tau
+    double* nu
+    int* joined
+    int n_done
+    long counts[4]          # projected, joined, removed, skipped
+    double* work            # 6 ld: k, C k, e, two columns for _remove, L^{-1} k
+
+
+cdef void _traces(Online* o) noexcept nogil:
+    """tr(K_BV) = |L|_F^2 and tr(K_BV^{-1}) = sum diag(Q) of the current set."""
+    cdef int i, t
+    o.tr_k = 0.0
+    o.tr_q = 0.0
+    for i in range(o.d):
+        o.tr_q += o.dq[i]
         for t in range(i + 1):
-            tr_k += L[i + <size_t> t * ld] * L[i + <size_t> t * ld]
-    for j in range(B):
-        if j % SIGNAL_BLOCK == 0:
-            check_signals(&next_check)
-        kstar = kdiag[j]
-        for i in range(d):
-            t = src[i]
-            k[i] = Kbx[t + <size_t> j * d0] if t < d0 else Kxx[(t - d0) + <size_t> j * B]
-        _symv(C, d, ld, k, Ck)
-        for i in range(d):
-            lk[i] = k[i]
-        _trsv(L, d, ld, lk, False)                   # L^{-1} k
-        for i in range(d):
-            e[i] = lk[i]
-        _trsv(L, d, ld, e, True)                     # e = Q k
-        m = _dot(k, alpha, d)
-        s2 = kstar + _dot(k, Ck, d)
-        gamma = kstar - _dot(lk, lk, d)
-        if s2 < 0.0:
-            s2 = 0.0
-        if not (isfinite(m) and isfinite(s2) and isfinite(gamma)):
-            d_io[0] = d
-            n_done[0] = j
-            return ST_NONFINITE
-        lik_gauss_moments(md.lik, y[j], m, s2, md.par, &md.quad, &lz, &q, &r, &dp)
-        logz[j] = lz
-        if not (isfinite(lz) and isfinite(q) and isfinite(r)):
-            # The example has (numerically) zero predictive probability, e.g. a
-            # hard-constraint likelihood far outside its support under a narrow
-            # predictive: it is skipped (no update, no site), and counted.
-            joined[j] = 0
-            tau[j] = 0.0
-            nu[j] = 0.0
-            counts[3] += 1
-            continue
-        e2 = _dot(e, e, d)
-        if gamma <= tol * kstar or d == 0 and kstar <= 0.0:
-            # Projected update: x stays out of the BV set.
-            vu = s2 - gamma if gamma > 0.0 else s2
-            for i in range(d):
-                e[i] += Ck[i]                        # s = C k + e
-                alpha[i] += q * e[i]
-            _syr(C, d, ld, r, e)
-            joined[j] = 0
-            counts[0] += 1
-        else:
-            # x joins the BV set as slot d.
-            vu = s2
-            for i in range(d + 1):
-                C[d + <size_t> i * ld] = 0.0
-            for i in range(d):
-                L[d + <size_t> i * ld] = lk[i]
-                dq[i] += e[i] * e[i] / gamma
-            L[d + <size_t> d * ld] = sqrt(gamma)
-            dq[d] = 1.0 / gamma
-            tr_k += kstar
-            tr_q += (e2 + 1.0) / gamma
-            Ck[d] = 1.0                              # s = (C k, 1)
-            alpha[d] = 0.0
-            for i in range(d + 1):
-                alpha[i] += q * Ck[i]
-            _syr(C, d + 1, ld, r, Ck)
-            src[d] = d0 + j
-            d += 1
-            joined[j] = 1
-            counts[1] += 1
-            worst = -1
-            if d > max_basis:
-                # Over capacity: the BV of smallest score goes.
-                best = INFINITY
-                worst = 0
-                for i in range(d):
-                    den = dq[i] + C[i + <size_t> i * ld]
-                    score = alpha[i] * alpha[i] / den if den > 0.0 else INFINITY
-                    if score < best:
-                        best = score
-                        worst = i
-            elif tr_k * tr_q > MAX_COND:
-                # K_BV too ill-conditioned: the most redundant BV goes (largest
-                # [K_BV^{-1}]_ii = 1 / its novelty given the others).
-                best = -1.0
-                worst = 0
-                for i in range(d):
-                    if dq[i] > best:
-                        best = dq[i]
-                        worst = i
-            if worst >= 0:
-                if worst == d - 1:
-                    joined[j] = 0                    # the newcomer itself goes
-                for t in range(worst + 1):
-                    tr_k -= L[worst + <size_t> t * ld] * L[worst + <size_t> t * ld]
-                _remove(alpha, C, L, dq, src, d, ld, worst, qs, cs)
-                d -= 1
-                tr_q = 0.0
-                for i in range(d):
-                    tr_q += dq[i]
-                counts[2] += 1
-        den = 1.0 + r * vu
-        if den > 0.0 and vu > 0.0:
-            tau[j] = -r / den
-            nu[j] = (q - m * r) / den
-        else:
-            tau[j] = 0.0
-            nu[j] = 0.0
-    d_io[0] = d
-    n_done[0] = B
+            o.tr_k += o.L[i + <size_t> t * o.ld] * o.L[i + <size_t> t * o.ld]
+
+
+cdef int _worst(const Online* o) noexcept nogil:
+    """The BV that goes after a join, or -1: over capacity, the one of smallest
+    score; when K_BV became too ill-conditioned (MAX_COND), the most redundant
+    one (largest [K_BV^{-1}]_ii = 1 / its novelty given the others)."""
+    cdef int i, worst = -1
+    cdef double best, den, score
+    if o.d > o.max_basis:
+        best = INFINITY
+        worst = 0
+        for i in range(o.d):
+            den = o.dq[i] + o.C[i + <size_t> i * o.ld]
+            score = o.alpha[i] * o.alpha[i] / den if den > 0.0 else INFINITY
+            if score < best:
+                best = score
+                worst = i
+    elif o.tr_k * o.tr_q > MAX_COND:
+        best = -1.0
+        worst = 0
+        for i in range(o.d):
+            if o.dq[i] > best:
+                best = o.dq[i]
+                worst = i
+    return worst
+
+
+cdef void _project(Online* o, double q, double r) noexcept nogil:
+    """Projected update: x stays out of the BV set (s = C k + e)."""
+    cdef int i, d = o.d
+    cdef double* Ck = o.work + o.ld
+    cdef double* e = o.work + 2 * o.ld
+    for i in range(d):
+        e[i] += Ck[i]                            # s = C k + e
+        o.alpha[i] += q * e[i]
+    _syr(o.C, d, o.ld, r, e)
+
+
+cdef void _join(Online* o, int j, double kstar, double gamma, double q,
+                double r) noexcept nogil:
+    """Example j joins the BV set as slot d (s = (C k, 1)); then, over capacity or
+    too ill-conditioned, a BV is removed (``_worst``)."""
+    cdef int i, t, d = o.d, ld = o.ld, worst
+    cdef double* Ck = o.work + ld
+    cdef double* e = o.work + 2 * ld
+    cdef double* lk = o.work + 5 * ld
+    cdef double e2 = _dot(e, e, d)
+    for i in range(d + 1):
+        o.C[d + <size_t> i * ld] = 0.0
+    for i in range(d):
+        o.L[d + <size_t> i * ld] = lk[i]
+        o.dq[i] += e[i] * e[i] / gamma
+    o.L[d + <size_t> d * ld] = sqrt(gamma)
+    o.dq[d] = 1.0 / gamma
+    o.tr_k += kstar
+    o.tr_q += (e2 + 1.0) / gamma
+    Ck[d] = 1.0                                  # s = (C k, 1)
+    o.alpha[d] = 0.0
+    for i in range(d + 1):
+        o.alpha[i] += q * Ck[i]
+    _syr(o.C, d + 1, ld, r, Ck)
+    o.src[d] = o.d0 + j
+    o.d = d = d + 1
+    o.joined[j] = 1
+    o.counts[1] += 1
+    worst = _worst(o)
+    if worst < 0:
+        return
+    if worst == d - 1:
+        o.joined[j] = 0                          # the newcomer itself goes
+    for t in range(worst + 1):
+        o.tr_k -= o.L[worst + <size_t> t * ld] * o.L[worst + <size_t> t * ld]
+    _remove(o.alpha, o.C, o.L, o.dq, o.src, d, ld, worst, o.work + 3 * ld,
+            o.work + 4 * ld)
+    o.d = d = d - 1
+    o.tr_q = 0.0
+    for i in range(d):
+        o.tr_q += o.dq[i]
+    o.counts[2] += 1
+
+
+cdef void _predictive(Online* o, int j, double* m, double* s2,
+                      double* gamma) noexcept nogil:
+    """The predictive N(m, s2) of example j's latent and its novelty gamma, with
+    k = K(BV, x), C k, e = Q k and L^{-1} k left in the work vectors."""
+    cdef int i, t, d = o.d, ld = o.ld
+    cdef double kstar = o.kdiag[j]
+    cdef double* k = o.work
+    cdef double* Ck = o.work + ld
+    cdef double* e = o.work + 2 * ld
+    cdef double* lk = o.work + 5 * ld
+    for i in range(d):
+        t = o.src[i]
+        k[i] = o.Kbx[t + <size_t> j * o.d0] if t < o.d0 \
+            else o.Kxx[(t - o.d0) + <size_t> j * o.B]
+    _symv(o.C, d, ld, k, Ck)
+    for i in range(d):
+        lk[i] = k[i]
+    _trsv(o.L, d, ld, lk, False)                 # L^{-1} k
+    for i in range(d):
+        e[i] = lk[i]
+    _trsv(o.L, d, ld, e, True)                   # e = Q k
+    m[0] = _dot(k, o.alpha, d)
+    s2[0] = kstar + _dot(k, Ck, d)
+    gamma[0] = kstar - _dot(lk, lk, d)
+    if s2[0] < 0.0:
+        s2[0] = 0.0
+
+
+cdef int _online_step(Online* o, int j) noexcept nogil:
+    """Example j of the chunk (see the header); ST_NONFINITE when its predictive
+    moments are not finite (the state broke down)."""
+    cdef double kstar = o.kdiag[j], m, s2, gamma, vu, lz, q, r, dp, den
+    _predictive(o, j, &m, &s2, &gamma)
+    if not (isfinite(m) and isfinite(s2) and isfinite(gamma)):
+        return ST_NONFINITE
+    model_moments(o.md, o.y[j], m, s2, &lz, &q, &r, &dp)
+    o.logz[j] = lz
+    if not (isfinite(lz) and isfinite(q) and isfinite(r)):
+        # The example has (numerically) zero predictive probability, e.g. a
+        # hard-constraint likelihood far outside its support under a narrow
+        # predictive: it is skipped (no update, no site), and counted.
+        o.joined[j] = 0
+        o.tau[j] = 0.0
+        o.nu[j] = 0.0
+        o.counts[3] += 1
+        return ST_OK
+    if gamma <= o.tol * kstar or o.d == 0 and kstar <= 0.0:
+        vu = s2 - gamma if gamma > 0.0 else s2
+        _project(o, q, r)
+        o.joined[j] = 0
+        o.counts[0] += 1
+    else:
+        vu = s2                                  # gamma is 0 once x joined
+        _join(o, j, kstar, gamma, q, r)
+    den = 1.0 + r * vu
+    if den > 0.0 and vu > 0.0:
+        o.tau[j] = -r / den
+        o.nu[j] = (q - m * r) / den
+    else:
+        o.tau[j] = 0.0
+        o.nu[j] = 0.0
     return ST_OK
 
 
-cdef int _model(Model* md, int lik, const double[::1] par, const double[::1] qx,
-                const double[::1] qw) except -1:
-    if lik_n_params(lik) < 0:
-        raise ValueError(f"unknown likelihood code {lik}")
-    if par.shape[0] < lik_n_params(lik):
-        raise ValueError("this likelihood needs its parameter in par[0]")
-    if qx.shape[0] != qw.shape[0]:
-        raise ValueError("quad_x and quad_logw must have equal lengths")
-    md.lik = lik
-    md.par = &par[0] if par.shape[0] > 0 else NULL
-    md.quad.n = qx.shape[0]
-    md.quad.x = &qx[0] if qx.shape[0] > 0 else NULL
-    md.quad.logw = &qw[0] if qw.shape[0] > 0 else NULL
-    return 0
+cdef int _online(Online* o) except -1 nogil:
+    """Process the B examples of a chunk in turn (see the header); ST_NONFINITE at
+    the first example whose predictive moments are not finite (o.n_done), -1
+    with an exception set when a signal handler raised (checked every
+    SIGNAL_BLOCK examples)."""
+    cdef int j
+    cdef double next_check = 0.0
+    _traces(o)
+    for j in range(o.B):
+        if j % SIGNAL_BLOCK == 0:
+            check_signals(&next_check)
+        if _online_step(o, j) != ST_OK:
+            o.n_done = j
+            return ST_NONFINITE
+    o.n_done = o.B
+    return ST_OK
+
+
+cdef class Basis:
+    """The basis-vector set of the online pass (``online_chunk``), updated in
+    place: ``alpha`` and ``diag_q`` (diag of K_BV^{-1}) (cap), ``C`` and ``L``
+    (the Cholesky factor of K_BV) (cap x cap, Fortran, lower triangle) with cap =
+    ``max_basis`` + 1, holding the state of the first ``d`` slots; ``src`` (cap)
+    the slots' kernel rows (see ``online_chunk``); ``tol`` the novelty threshold
+    (an example joins when gamma > tol k(x, x))."""
+
+    cdef double[::1] alpha, diag_q
+    cdef double[::1, :] C, L
+    cdef int[::1] src
+    cdef readonly int d, max_basis
+    cdef readonly double tol
+
+    def __init__(self, double[::1] alpha, double[::1, :] C, double[::1, :] L,
+                 double[::1] diag_q, int[::1] src, int d, int max_basis, double tol):
+        cdef int ld = C.shape[0]
+        if not (C.shape[1] == ld and L.shape[0] == ld and L.shape[1] == ld
+                and alpha.shape[0] == ld and diag_q.shape[0] == ld
+                and src.shape[0] == ld and ld == max_basis + 1):
+            raise ValueError("alpha, diag_q, C, L and src must have capacity "
+                             "max_basis + 1")
+        if not 0 <= d <= max_basis:
+            raise ValueError("d must be in [0, max_basis]")
+        self.alpha = alpha
+        self.C = C
+        self.L = L
+        self.diag_q = diag_q
+        self.src = src
+        self.d = d
+        self.max_basis = max_basis
+        self.tol = tol
+
+
+cdef class ChunkOutput:
+    """What ``online_chunk`` writes per example of a chunk of B: ``logz`` (the log
+    predictive probability), ``tau`` and ``nu`` (its site on the projected
+    latent) and ``joined`` (1 if it is in the BV set at the end of its step)."""
+
+    cdef double[::1] logz, tau, nu
+    cdef int[::1] joined
+
+    def __init__(self, double[::1] logz, double[::1] tau, double[::1] nu,
+                 int[::1] joined):
+        cdef Py_ssize_t B = logz.shape[0]
+        if tau.shape[0] != B or nu.shape[0] != B or joined.shape[0] != B:
+            raise ValueError("per-example arrays must have the chunk's length")
+        self.logz = logz
+        self.tau = tau
+        self.nu = nu
+        self.joined = joined
+
+
+cdef class BasisPosterior:
+    """The posterior N(mu, S) of f(BV) that ``ep_chunk`` updates in place, with the
+    BV set fixed: ``mu`` (cap), ``S`` (cap x cap, Fortran, lower triangle) and
+    ``L`` (the Cholesky factor of K_BV, same capacity), for the first ``d``
+    slots."""
+
+    cdef double[::1] mu
+    cdef double[::1, :] S
+    cdef const double[::1, :] L
+    cdef readonly int d
+
+    def __init__(self, double[::1] mu, double[::1, :] S, const double[::1, :] L,
+                 int d):
+        cdef int ld = S.shape[0]
+        if not (S.shape[1] == ld and L.shape[0] == ld and L.shape[1] == ld
+                and mu.shape[0] == ld and 0 <= d <= ld):
+            raise ValueError("mu, S and L must share their capacity, d within it")
+        self.mu = mu
+        self.S = S
+        self.L = L
+        self.d = d
 
 
 def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
-                 const double[::1] kdiag, const double[::1] y, int lik,
-                 const double[::1] par, const double[::1] quad_x,
-                 const double[::1] quad_logw, double[::1] alpha, double[::1, :] C,
-                 double[::1, :] L, double[::1] diag_q, int[::1] src, int d,
-                 int max_basis, double tol, double[::1] logz, double[::1] tau,
-                 double[::1] nu, int[::1] joined):
+                 const double[::1] kdiag, const double[::1] y, model,
+                 Basis basis not None, ChunkOutput out not None):
     """One online pass over a chunk of B examples (see ``src_c/_sparse.pyx``).
 
     ``Kbx``: K(BV at the start, X_chunk), d x B (d rows, the current BV set in slot
-    order, as ``src`` says on entry: ``src[i] = i``); ``Kxx``: K(X_chunk, X_chunk);
-    ``kdiag``: K(x, x) of the chunk; ``alpha``, ``diag_q`` (diag of K_BV^{-1})
-    (cap), ``C`` and ``L`` (the Cholesky factor of K_BV) (cap x cap, Fortran, lower
-    triangle) with cap = max_basis + 1 hold the state for the first ``d`` slots.  Outputs per example: ``logz`` (log predictive probability),
-    ``tau``/``nu`` (its site on the projected latent), ``joined`` (1 if it is in the
-    BV set at the end of its step).  ``src`` (cap) receives, per final slot, its
-    kernel row: < d (the entry d) an old BV's row of Kbx, else d + chunk index.
-    An example whose predictive moments are not finite (zero predictive
-    probability) is skipped: no update, site 0, its log Z (-inf or NaN) in ``logz``.
+    order, as ``basis.src`` says on entry: ``src[i] = i``); ``Kxx``:
+    K(X_chunk, X_chunk); ``kdiag``: K(x, x) of the chunk; ``y``: its labels;
+    ``model``: the likelihood, a ``gpc._model.LikelihoodModel``.  ``basis`` (a
+    :class:`Basis`) holds the BV set, updated in place; ``out`` (a
+    :class:`ChunkOutput`) receives per example ``logz`` (log predictive
+    probability), ``tau``/``nu`` (its site on the projected latent) and ``joined``
+    (1 if it is in the BV set at the end of its step).  ``basis.src`` receives,
+    per final slot, its kernel row: < d (the entry d) an old BV's row of Kbx, else
+    d + chunk index.  An example whose predictive moments are not finite (zero
+    predictive probability) is skipped: no update, site 0, its log Z (-inf or
+    NaN) in ``logz``.
 
     A KeyboardInterrupt (``check_signals``) leaves the state part-updated.
 
@@ -357,71 +482,110 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
     status NONFINITE when the state itself broke down (non-finite predictive mean
     or variance; example ``n_done`` not processed).
     """
-    cdef int d0 = d, B = kdiag.shape[0], ld = C.shape[0], st, n_done = 0
-    cdef long counts[4]
-    cdef Model md
-    cdef double* work
+    cdef int d0 = basis.d, B = kdiag.shape[0], st, i
+    cdef Online o
     if Kbx.shape[0] != d0 or Kbx.shape[1] != B and d0 > 0:
         raise ValueError("Kbx must be d x B")
     if Kxx.shape[0] != B or Kxx.shape[1] != B:
         raise ValueError("Kxx must be B x B")
-    if (y.shape[0] != B or logz.shape[0] != B or tau.shape[0] != B
-            or nu.shape[0] != B or joined.shape[0] != B):
+    if y.shape[0] != B or out.logz.shape[0] != B:
         raise ValueError("per-example arrays must have the chunk's length")
-    if not (C.shape[1] == ld and L.shape[0] == ld and L.shape[1] == ld
-            and alpha.shape[0] == ld and diag_q.shape[0] == ld and src.shape[0] == ld
-            and ld == max_basis + 1):
-        raise ValueError("alpha, diag_q, C, L and src must have capacity max_basis + 1")
-    if not 0 <= d <= max_basis:
-        raise ValueError("d must be in [0, max_basis]")
-    for i in range(d):
-        src[i] = i
-    counts[0] = counts[1] = counts[2] = counts[3] = 0
+    o.md = model_of(model)
+    for i in range(d0):
+        basis.src[i] = i
     if B == 0:
-        return ST_OK, 0, d, 0, 0, 0, 0
-    _model(&md, lik, par, quad_x, quad_logw)
-    work = <double*> malloc(6 * <size_t> ld * sizeof(double))
-    if work == NULL:
+        return ST_OK, 0, d0, 0, 0, 0, 0
+    _online_arrays(&o, Kbx, Kxx, kdiag, y, basis, out)
+    o.work = <double*> malloc(6 * <size_t> o.ld * sizeof(double))
+    if o.work == NULL:
         raise MemoryError()
     try:
         with nogil:
-            st = _online(&Kbx[0, 0] if d0 > 0 else NULL, d0, &Kxx[0, 0], &kdiag[0],
-                         &y[0], B, &md, &alpha[0], &C[0, 0], &L[0, 0], &diag_q[0],
-                         &src[0], &d, ld, max_basis, tol, &logz[0], &tau[0], &nu[0],
-                         &joined[0], &n_done, counts, work)
+            st = _online(&o)
     finally:
-        free(work)
-    return st, n_done, d, counts[0], counts[1], counts[2], counts[3]
+        free(o.work)
+    basis.d = o.d
+    return (st, o.n_done, o.d, o.counts[0], o.counts[1], o.counts[2],
+            o.counts[3])
 
 
-cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
-             const Model* md, double* mu, double* S, const double* L, int d, int ld,
-             double* tau, double* nu, double damping, long* counts, double* change,
-             double* work) except -1 nogil:
+cdef void _online_arrays(Online* o, const double[::1, :] Kbx,
+                         const double[::1, :] Kxx, const double[::1] kdiag,
+                         const double[::1] y, Basis basis,
+                         ChunkOutput out) noexcept:
+    """Point the pass at the chunk's (checked, B > 0) and the BV set's arrays."""
+    o.d0 = basis.d
+    o.Kbx = &Kbx[0, 0] if o.d0 > 0 else NULL
+    o.Kxx = &Kxx[0, 0]
+    o.kdiag = &kdiag[0]
+    o.y = &y[0]
+    o.B = kdiag.shape[0]
+    o.alpha = &basis.alpha[0]
+    o.C = &basis.C[0, 0]
+    o.L = &basis.L[0, 0]
+    o.dq = &basis.diag_q[0]
+    o.src = &basis.src[0]
+    o.d = basis.d
+    o.ld = basis.C.shape[0]
+    o.max_basis = basis.max_basis
+    o.tol = basis.tol
+    o.logz = &out.logz[0]
+    o.tau = &out.tau[0]
+    o.nu = &out.nu[0]
+    o.joined = &out.joined[0]
+    o.n_done = 0
+    o.counts[0] = o.counts[1] = o.counts[2] = o.counts[3] = 0
+
+
+cdef struct EPChunk:
+    # One EP pass over a chunk (ep_chunk): the chunk's kernel values, labels and
+    # sites, the posterior of f(BV) (pointers into the caller's arrays) and the
+    # counts.
+    const double* Kbx       # d x B
+    const double* kdiag
+    const double* y
+    int B
+    const Model* md
+    double* mu
+    double* S
+    const double* L
+    int d
+    int ld
+    double* tau
+    double* nu
+    double damping
+    long counts[2]          # skipped: improper cavity; zero mass or improper update
+    double change           # the largest relative site change
+    double* work            # 2 ld
+
+
+cdef int _ep(EPChunk* c) except -1 nogil:
     """One EP pass over a chunk with the BV set fixed (see gpc/sparse.py), on the
     posterior N(mu, S) of f(BV): the marginal of u = p'f(BV), p = Q k, is
     N(p'mu, p'S p) with no cancellation (the (alpha, C) form would subtract Q).
     -1 with an exception set when a signal handler raised (checked every
     SIGNAL_BLOCK examples)."""
-    cdef int j, i
+    cdef int j, i, d = c.d, ld = c.ld
     cdef double m, vu, gamma, tc, vc, mc, lz, g, h, dp, v1, m1, tn, nn, dt, dn, den
     cdef double next_check = 0.0
     cdef double* k
-    cdef double* s = work
-    cdef double* e = work + ld
-    for j in range(B):
+    cdef double* s = c.work
+    cdef double* e = c.work + ld
+    cdef double* tau = c.tau
+    cdef double* nu = c.nu
+    for j in range(c.B):
         if j % SIGNAL_BLOCK == 0:
             check_signals(&next_check)
-        k = <double*> Kbx + <size_t> j * d
+        k = <double*> c.Kbx + <size_t> j * d
         for i in range(d):
             e[i] = k[i]
-        _trsv(L, d, ld, e, False)
-        gamma = kdiag[j] - _dot(e, e, d)             # k* - k'Q k, backward stable
+        _trsv(c.L, d, ld, e, False)
+        gamma = c.kdiag[j] - _dot(e, e, d)           # k* - k'Q k, backward stable
         if gamma < 0.0:
             gamma = 0.0
-        _trsv(L, d, ld, e, True)                     # p = Q k
-        _symv(S, d, ld, e, s)                        # S p
-        m = _dot(e, mu, d)
+        _trsv(c.L, d, ld, e, True)                   # p = Q k
+        _symv(c.S, d, ld, e, s)                      # S p
+        m = _dot(e, c.mu, d)
         vu = _dot(e, s, d)                            # variance of u = p'f(BV)
         # The cavity (site removed), vc = vu / (1 - tau vu), mc = (m - vu nu) / (..),
         # written without dividing by vu.  vu = 0 (k = 0: x unrelated to the BV
@@ -431,83 +595,87 @@ cdef int _ep(const double* Kbx, const double* kdiag, const double* y, int B,
             continue
         tc = 1.0 - tau[j] * vu
         if not (tc > 0.0 and vu > 0.0):
-            counts[0] += 1                            # improper cavity: skipped
+            c.counts[0] += 1                          # improper cavity: skipped
             continue
         vc = vu / tc
         mc = (m - vu * nu[j]) / tc
-        lik_gauss_moments(md.lik, y[j], mc, vc + gamma, md.par, &md.quad, &lz, &g, &h,
-                          &dp)
+        model_moments(c.md, c.y[j], mc, vc + gamma, &lz, &g, &h, &dp)
         if not (isfinite(lz) and isfinite(g) and isfinite(h)):
-            counts[1] += 1                            # zero tilted mass: skipped
+            c.counts[1] += 1                          # zero tilted mass: skipped
             continue
         v1 = vc + vc * vc * h                         # the new marginal of u
         m1 = mc + vc * g
         if not v1 > 0.0:
-            counts[1] += 1                            # tilted variance lost: skipped
+            c.counts[1] += 1                          # tilted variance lost: skipped
             continue
         tn = 1.0 / v1 - 1.0 / vc
         nn = m1 / v1 - mc / vc
-        tn = tau[j] + damping * (tn - tau[j])
-        nn = nu[j] + damping * (nn - nu[j])
+        tn = tau[j] + c.damping * (tn - tau[j])
+        nn = nu[j] + c.damping * (nn - nu[j])
         dt = tn - tau[j]
         dn = nn - nu[j]
         den = 1.0 + dt * vu
         if not den > 0.0:
-            counts[1] += 1                            # update would be improper
+            c.counts[1] += 1                          # update would be improper
             continue
-        change[0] = max(change[0], fabs(dt) / (1.0 + fabs(tn)))
-        change[0] = max(change[0], fabs(dn) / (1.0 + fabs(nn)))
+        c.change = max(c.change, fabs(dt) / (1.0 + fabs(tn)))
+        c.change = max(c.change, fabs(dn) / (1.0 + fabs(nn)))
         for i in range(d):
-            mu[i] += s[i] * (dn - dt * m) / den
-        _syr(S, d, ld, -dt / den, s)
+            c.mu[i] += s[i] * (dn - dt * m) / den
+        _syr(c.S, d, ld, -dt / den, s)
         tau[j] = tn
         nu[j] = nn
     return ST_OK
 
 
 def ep_chunk(const double[::1, :] Kbx, const double[::1] kdiag, const double[::1] y,
-             int lik, const double[::1] par, const double[::1] quad_x,
-             const double[::1] quad_logw, double[::1] mu, double[::1, :] S,
-             const double[::1, :] L, int d, double[::1] tau, double[::1] nu,
+             model, BasisPosterior post not None, double[::1] tau, double[::1] nu,
              double damping):
-    """One EP pass over a chunk with the BV set (d slots) fixed: each example's site
-    on its projected latent is removed, the example re-included by moment matching
-    (with the residual variance gamma added), the site replaced (damped) and the
-    posterior N(mu, S) of f(BV) updated by a rank-one step.
+    """One EP pass over a chunk with the BV set (``post.d`` slots) fixed: each
+    example's site on its projected latent is removed, the example re-included by
+    moment matching (with the residual variance gamma added; the likelihood of
+    ``model``, a ``gpc._model.LikelihoodModel``), the site replaced (damped) and
+    the posterior N(mu, S) of f(BV) updated by a rank-one step.
 
-    ``Kbx``: K(BV, X_chunk), d x B; ``L``: the Cholesky factor of K_BV; ``S`` (lower
-    triangle) and ``mu`` hold the posterior of f(BV) (capacity as L);
-    ``tau``/``nu``: the chunk's sites (updated).
+    ``Kbx``: K(BV, X_chunk), d x B; ``post`` (a :class:`BasisPosterior`): mu, S
+    (lower triangle) and the Cholesky factor L of K_BV; ``tau``/``nu``: the chunk's
+    sites (updated).
 
     A KeyboardInterrupt (``check_signals``) leaves them part-updated.
 
     Returns ``(status, n_skipped_cavity, n_skipped_update, max_change)``.
     """
-    cdef int B = kdiag.shape[0], ld = S.shape[0], st
-    cdef long counts[2]
-    cdef double change = 0.0
-    cdef Model md
-    cdef double* work
+    cdef int B = kdiag.shape[0], d = post.d, st
+    cdef EPChunk c
     if d > 0 and (Kbx.shape[0] != d or Kbx.shape[1] != B):
         raise ValueError("Kbx must be d x B")
     if y.shape[0] != B or tau.shape[0] != B or nu.shape[0] != B:
         raise ValueError("per-example arrays must have the chunk's length")
-    if not (S.shape[1] == ld and L.shape[0] == ld and L.shape[1] == ld
-            and mu.shape[0] == ld and 0 <= d <= ld):
-        raise ValueError("mu, S and L must share their capacity, d within it")
     if not 0.0 < damping <= 1.0:
         raise ValueError("damping must be in (0, 1]")
-    counts[0] = counts[1] = 0
+    c.md = model_of(model)
     if B == 0 or d == 0:
         return ST_OK, 0, 0, 0.0
-    _model(&md, lik, par, quad_x, quad_logw)
-    work = <double*> malloc(2 * <size_t> ld * sizeof(double))
-    if work == NULL:
+    c.Kbx = &Kbx[0, 0]
+    c.kdiag = &kdiag[0]
+    c.y = &y[0]
+    c.B = B
+    c.mu = &post.mu[0]
+    c.S = &post.S[0, 0]
+    c.L = &post.L[0, 0]
+    c.d = d
+    c.ld = post.S.shape[0]
+    c.tau = &tau[0]
+    c.nu = &nu[0]
+    c.damping = damping
+    c.counts[0] = c.counts[1] = 0
+    c.change = 0.0
+    c.work = <double*> malloc(2 * <size_t> c.ld * sizeof(double))
+    if c.work == NULL:
         raise MemoryError()
     try:
         with nogil:
-            st = _ep(&Kbx[0, 0], &kdiag[0], &y[0], B, &md, &mu[0], &S[0, 0], &L[0, 0],
-                     d, ld, &tau[0], &nu[0], damping, counts, &change, work)
+            st = _ep(&c)
     finally:
-        free(work)
-    return st, counts[0], counts[1], change
+        free(c.work)
+    return st, c.counts[0], c.counts[1], c.change

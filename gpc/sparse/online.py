@@ -52,7 +52,7 @@ import warnings
 import numpy as np
 from scipy.linalg import LinAlgError
 
-from .. import _sparse
+from .. import _model, _sparse
 from .._blocks import gram as _gram
 from .._blocks import matmul as _matmul
 from .._linalg import cho_solve, factor_inverse, lower_cholesky, solve_lower
@@ -127,12 +127,6 @@ def _store_full(M, A):
     M[:d, :d] = A
 
 
-def _moment_arrays(likelihood):
-    return (np.ascontiguousarray(likelihood.params, dtype=np.float64),
-            np.ascontiguousarray(likelihood.quad_x, dtype=np.float64),
-            np.ascontiguousarray(likelihood.quad_logw, dtype=np.float64))
-
-
 def _refresh_factor(kernel, state):
     """Recompute the Cholesky factor of K_BV and diag(K_BV^{-1}) from the kernel
     (stops the rounding drift of their updates); kept as they are when K_BV does
@@ -180,7 +174,7 @@ def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-4, chunk_size=51
         out of the evidence, a RuntimeWarning says so).
     """
     n = X.shape[0]
-    par, qx, qw = _moment_arrays(likelihood)
+    model = _model.likelihood_model(likelihood)
     cap = state.max_basis + 1
     src = np.zeros(cap, dtype=np.intc)
     total, counts = 0.0, np.zeros(4, dtype=np.int64)
@@ -199,9 +193,10 @@ def online_pass(kernel, likelihood, X, y, state, novelty_tol=1e-4, chunk_size=51
                    if sites is not None else (np.empty(B), np.empty(B)))
         joined = np.zeros(B, dtype=np.intc)
         status, done, d, n_proj, n_join, n_rem, n_skip = _sparse.online_chunk(
-            Kbx, Kxx, kdiag, yc, likelihood.code, par, qx, qw, state.alpha, state.C,
-            state.L, state.diag_q, src, d0, state.max_basis, float(novelty_tol), logz,
-            tau, nu, joined)
+            Kbx, Kxx, kdiag, yc, model,
+            _sparse.Basis(state.alpha, state.C, state.L, state.diag_q, src, d0,
+                          state.max_basis, float(novelty_tol)),
+            _sparse.ChunkOutput(logz, tau, nu, joined))
         if status != _sparse.STATUS_OK:
             raise NumericalError(
                 f"sparse GP: example {state.n_seen + done} gave a non-finite "
@@ -295,7 +290,7 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
     change below ``tol``), ``n_skipped`` (updates skipped for an improper cavity
     or update, or a zero tilted mass) and the cavities of f (``cavity_mean``,
     ``cavity_var``)."""
-    par, qx, qw = _moment_arrays(likelihood)
+    model = _model.likelihood_model(likelihood)
     _refresh_factor(kernel, state)
     d, cap = state.d, state.max_basis + 1
     n = X.shape[0]
@@ -315,6 +310,7 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
         S[:d, :d] = _gram(W.T)
 
     skipped, converged, made, change = 0, n_sweeps == 0, 0, 0.0
+    basis_post = _sparse.BasisPosterior(mu, S, state.L, d) if n_sweeps else None
     for sweep in range(n_sweeps):
         load(post)
         change, skipped = 0.0, 0
@@ -323,8 +319,7 @@ def ep_sweeps(kernel, likelihood, X, y, state, tau, nu, n_sweeps, damping=1.0,
             yc = np.ascontiguousarray(y[sl], dtype=np.float64)
             ta, na = tau[sl].copy(), nu[sl].copy()
             status, n_cav, n_upd, ch = _sparse.ep_chunk(
-                Kbx, kdiag, yc, likelihood.code, par, qx, qw, mu, S, state.L, d, ta,
-                na, float(damping))
+                Kbx, kdiag, yc, model, basis_post, ta, na, float(damping))
             if status != _sparse.STATUS_OK:
                 raise NumericalError("sparse GP: non-finite moments in an EP "
                                      f"sweep (examples {start}..).", "sparse_online")
