@@ -179,6 +179,86 @@ cdef void _neg_free(Neg* ng) noexcept nogil:
     ng.idx = NULL; ng.s = NULL; ng.G = NULL; ng.W = NULL; ng.Q = NULL; ng.C = NULL
 
 
+cdef struct Run:
+    # One EP or PL run (``run``): the problem, its work buffers, its options and
+    # its progress, passed to each step.  Pointers into the caller's arrays.
+    int n
+    const double* K
+    double* L             # chol(B), lower
+    double* Linv          # L^{-1} (lower); B^{-1} at the end when the caller wants it
+    double* tau
+    double* nu
+    double* S             # sqrt(max(tau, 0))
+    double* b             # posterior-mean weights K^{-1} mu
+    double* mu
+    double* var
+    Model md
+    Neg ng
+    # Work buffers: n x n (M32 for parallel runs, Sigma and V for sequential ones)
+    # and O(n); ``owned`` is what run allocated for the n x n ones.
+    double* owned
+    float* M32
+    double* Sigma
+    double* V
+    double* work
+    double* block
+    int* idx
+    unsigned char* rowmask
+    int nb
+    double* col
+    double* t
+    double* w
+    double* tau_old
+    double* nu_old
+    double* tnew
+    double* nnew
+    double* var_old
+    double* mu_old
+    double* sweeps_work   # for _linearised_sweeps
+    # Options.
+    double damping        # current damping of parallel steps
+    double damping0       # the damping asked for, which it recovers to
+    double min_damping
+    double tol
+    double keep_single    # residual below which single precision is redone in double
+    int max_sweeps
+    bint accelerate
+    bint keep_factor      # every factorisation keeps L (see _keep_factor)
+    # Progress.
+    int status
+    int sweep
+    bint converged
+    double logz
+    double logz_old
+    double change         # the residual of the last proposal (sequential: sweep)
+    double change_old
+    double best_change
+    double dlik0
+    double next_check     # when signal handlers next get their turn
+    int counts[3]         # the last proposal's skipped, clipped, non-finite sites
+    int n_skip
+    int n_clip
+    int n_nonfinite
+    int n_clip_last
+    int n_reject
+    int n_bad
+    int n_inner           # linearised sweeps
+    int n_single          # single-precision factorisations
+    int n_improper        # sites with an improper cavity before the step
+    int n_stalled
+    double accel_below    # residual below which chord steps are taken
+    double chord_scale
+    bint accel_used
+    bint clip             # the step's negative proposals are clipped
+    bint single           # the last factorisation was in single precision
+    bint prev_single
+    bint use_single
+    bint single_ok
+    bint l_kept           # the last factorisation wrote all of L
+    bint prev_rough       # the last evidence is no reference for convergence
+    bint prior_start
+
+
 cdef inline double _ksym(const double* K, int i, int j, int n) noexcept nogil:
     """K[i, j] of a symmetric matrix stored in its lower triangle."""
     return K[i + j * n] if i >= j else K[j + i * n]
@@ -260,25 +340,30 @@ cdef bint _no_positive_site(const double* tau, int n) noexcept nogil:
     return True
 
 
-cdef int _factorise(const double* K, const double* tau, const double* nu, double* S,
-                    double* L, double* Linv, double* t, int n, Neg* ng,
-                    bint keep_l=True, const unsigned char* rows=NULL) noexcept nogil:
-    """S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1} (lower), the
-    negative sites' correction in ng, and t = K nu (for ``_marginals``, summed in the
-    pass that forms B).  Without ``keep_l`` only the diagonal of L and its rows i
+cdef int _factorise(Run* r, bint keep_l=True,
+                    const unsigned char* rows=NULL) noexcept nogil:
+    """At the run's sites: S = sqrt(max(tau, 0)), L = chol(I + S K S), Linv = L^{-1}
+    (lower), the negative sites' correction in ng, and t = K nu (for
+    ``_marginals``, summed in the pass that forms B).  Without ``keep_l`` only the diagonal of L and its rows i
     with ``rows[i]`` are written (for log|B| and the weak sites' variances): B is
     factorised and inverted in Linv, which saves copying L (two passes over n x n
     doubles) where the factor is not needed (see ``_keep_factor``).
     Without a positive site B = I: L and Linv are written as I (O(n^2) instead of
     two O(n^3) LAPACK calls on the identity).
     Returns ST_OK, ST_NOT_PD (B numerically singular), ST_IMPROPER or ST_NOMEM."""
-    cdef int i, j, info = 0
+    cdef int i, j, info = 0, n = r.n
     cdef double t0
+    cdef const double* K = r.K
+    cdef const double* tau = r.tau
+    cdef double* S = r.S
+    cdef double* L = r.L
+    cdef double* Linv = r.Linv
+    cdef Neg* ng = &r.ng
     cdef double* F = L if keep_l else Linv
     for i in range(n):
         S[i] = sqrt(tau[i]) if tau[i] > 0.0 else 0.0
     if _no_positive_site(tau, n):
-        symv_lower(K, n, nu, t, 1.0, 0.0)
+        symv_lower(K, n, r.nu, r.t, 1.0, 0.0)
         for j in range(n):
             for i in range(j, n):
                 L[i + j * n] = 1.0 if i == j else 0.0
@@ -287,7 +372,7 @@ cdef int _factorise(const double* K, const double* tau, const double* nu, double
     # B is formed and factorised where the factor is wanted (L, or Linv when only
     # L's diagonal and some rows are), then copied to the other buffer.
     t0 = gpc_tic()
-    gpc_site_matrix_symv(K, S, nu, F, t, n)
+    gpc_site_matrix_symv(K, S, r.nu, F, r.t, n)
     gpc_toc(T_FORM_B, t0)
     t0 = gpc_tic()
     if chol_lower(F, n) != 0:
@@ -489,23 +574,26 @@ cdef int _full_sigma(const double* K, const double* Linv, const double* S, doubl
     return 0
 
 
-cdef void _marginals(const double* K, const double* L, const double* Linv,
-                     const double* S, const double* nu, int n, double* var, double* mu,
-                     double* bvec, double* t, double* w, int* idx, double* block, int nb,
-                     double* Sigma, double* V, const Neg* ng,
-                     const unsigned char* rows=NULL) noexcept nogil:
+cdef void _marginals(Run* r, const unsigned char* rows) noexcept nogil:
     """Marginal variances and means (and b) at the sites factorised in L (the
-    double-precision factor, or NULL after a single-precision factorisation; with
+    double-precision factor, not used after a single-precision factorisation; with
     ``rows``, only those rows of it and its diagonal, see ``_factorise``), Linv
     and ng, with t = K nu on entry (from the factorisation; then scratch).  With a
     Sigma buffer (sequential EP) the full covariance is rebuilt and its diagonal
     taken; otherwise only the diagonal is computed."""
     cdef char notr = b'N'
     cdef char tr = b'T'
-    cdef int i, c, m = ng.m, one = 1
+    cdef int i, c, m = r.ng.m, one = 1, n = r.n
     cdef double pone = 1.0, zero = 0.0, acc
+    cdef const double* K = r.K
+    cdef const double* S = r.S
+    cdef const double* nu = r.nu
+    cdef double* var = r.var
+    cdef double* Sigma = r.Sigma
+    cdef double* t = r.t
+    cdef const Neg* ng = &r.ng
     if Sigma != NULL:
-        _full_sigma(K, Linv, S, Sigma, V, n)
+        _full_sigma(K, r.Linv, S, Sigma, r.V, n)
         if m > 0:
             syrk_lower(True, ng.W, m, n, n, 1.0, 1.0, Sigma)
         for i in range(n):
@@ -513,31 +601,33 @@ cdef void _marginals(const double* K, const double* L, const double* Linv,
             if var[i] < 1e-300:
                 var[i] = 1e-300
     else:
-        _marginal_variances(K, L, rows, Linv, S, n, var, idx, block, nb)
+        _marginal_variances(K, NULL if r.single else r.L, rows, r.Linv, S, n, var,
+                            r.idx, r.block, r.nb)
         for i in range(n):
             acc = 0.0
             for c in range(m):
                 acc += ng.W[i + c * n] * ng.W[i + c * n]
             var[i] += acc
-    _mean(K, Linv, S, nu, n, mu, bvec, t, w)
+    _mean(K, r.Linv, S, nu, n, r.mu, r.b, t, r.w)
     if m > 0:
         # u = W' nu;  mu += W u = G s C^{-1} s G' nu;  b += Q u.
         dgemv(&tr, &n, &m, &pone, ng.W, &n, <double*> nu, &one, &zero, t, &one)
-        dgemv(&notr, &n, &m, &pone, ng.W, &n, t, &one, &pone, mu, &one)
-        dgemv(&notr, &n, &m, &pone, ng.Q, &n, t, &one, &pone, bvec, &one)
+        dgemv(&notr, &n, &m, &pone, ng.W, &n, t, &one, &pone, r.mu, &one)
+        dgemv(&notr, &n, &m, &pone, ng.Q, &n, t, &one, &pone, r.b, &one)
 
 
 cdef double _propose(const Model* md, const double[::1] y, const double* tau,
-                     const double* nu, const double* var, const double* mu, int n,
-                     bint clip, double* tnew, double* nnew, int* counts) noexcept nogil:
-    """Undamped EP updates of every site from the marginals (var, mu) into (tnew,
-    nnew); counts[0..2] += skipped, clipped, non-finite.  Returns the residual: the
-    largest change of a site parameter relative to 1 + |new value| (NaN-propagating)."""
+                     const double* nu, const double* var, const double* mu, bint clip,
+                     double* tnew, double* nnew, int* counts) noexcept nogil:
+    """Undamped EP updates of the n = len(y) sites from the marginals (var, mu)
+    into (tnew, nnew); counts[0..2] += skipped, clipped, non-finite.  Returns the
+    residual: the largest change of a site parameter relative to 1 + |new value|
+    (NaN-propagating)."""
     cdef int i, flags
     cdef double change = 0.0
-    for i in range(n):
-        _site_update(md, y[i], tau[i], nu[i], var[i], mu[i], 1.0, clip, &tnew[i],
-                     &nnew[i], &flags)
+    for i in range(y.shape[0]):
+        flags = _site_update(md, y[i], tau[i], nu[i], var[i], mu[i], 1.0, clip,
+                             &tnew[i], &nnew[i])
         counts[0] += flags & 1
         counts[1] += (flags >> 1) & 1
         counts[2] += (flags >> 2) & 1
@@ -664,13 +754,117 @@ cdef bint _anderson_weights(const double* dF, const double* f, int m2, int mk,
     return chol_solve_lower(A, mk, gamma, 1) == 0
 
 
-cdef int _linearised_sweeps(const Model* md, const double[::1] y, double* tau,
-                            double* nu, const double* tau0, const double* nu0,
-                            const float* M, const double* var0, const double* mu0,
-                            int n, double damping, double inner_tol, int max_inner,
-                            double* work) noexcept nogil:
-    """Parallel EP sweeps, after the exact one that moved the sites from (tau0, nu0)
-    to (tau, nu), on the marginals linearised at (tau0, nu0) where var0, mu0 are
+cdef struct Anderson:
+    # Anderson acceleration of the fixed-point iteration x <- x + f(x) on
+    # x = (tau, nu) (m2 = 2n entries): the last AA_MEMORY differences of x and of f
+    # (columns of dX and dF, a ring from head), the previous point and step.
+    int m2
+    int mk                # columns held
+    int head              # the next column written
+    bint stored           # xprev and fprev hold a previous point and step
+    bint mixed            # the last step was mixed
+    double* dX            # m2 x AA_MEMORY
+    double* dF            # m2 x AA_MEMORY
+    double* xprev
+    double* fprev
+    double* f             # the current plain step
+
+
+cdef void _anderson_init(Anderson* aa, double* work, int n) noexcept nogil:
+    """Carve the state from ``work`` ((2 AA_MEMORY + 3) 2n doubles)."""
+    aa.m2 = 2 * n
+    aa.mk = 0
+    aa.head = 0
+    aa.stored = False
+    aa.mixed = False
+    aa.dX = work
+    aa.dF = aa.dX + aa.m2 * AA_MEMORY
+    aa.xprev = aa.dF + aa.m2 * AA_MEMORY
+    aa.fprev = aa.xprev + aa.m2
+    aa.f = aa.fprev + aa.m2
+
+
+cdef void _anderson_step(Anderson* aa, double* tau, double* nu, int n) noexcept nogil:
+    """Record the point (tau, nu) and its step aa.f, then move to
+    x + f - (dX + dF) gamma (Anderson, type II), or by the plain step."""
+    cdef int i, j, m2 = aa.m2, mk
+    cdef double fi
+    cdef double gamma[AA_MEMORY]
+    if aa.stored:
+        for i in range(n):
+            aa.dX[i + aa.head * m2] = tau[i] - aa.xprev[i]
+            aa.dX[n + i + aa.head * m2] = nu[i] - aa.xprev[n + i]
+        for i in range(m2):
+            aa.dF[i + aa.head * m2] = aa.f[i] - aa.fprev[i]
+        aa.head = (aa.head + 1) % AA_MEMORY
+        if aa.mk < AA_MEMORY:
+            aa.mk += 1
+    for i in range(n):
+        aa.xprev[i] = tau[i]
+        aa.xprev[n + i] = nu[i]
+    memcpy(aa.fprev, aa.f, m2 * sizeof(double))
+    aa.stored = True
+    mk = aa.mk
+    aa.mixed = mk > 0 and _anderson_weights(aa.dF, aa.f, m2, mk, gamma)
+    for i in range(m2):
+        fi = aa.f[i]
+        if aa.mixed:
+            for j in range(mk):
+                fi -= gamma[j] * (aa.dX[i + j * m2] + aa.dF[i + j * m2])
+        if i < n:
+            tau[i] += fi
+        else:
+            nu[i - n] += fi
+
+
+cdef void _anderson_back(Anderson* aa, double* tau, double* nu, int n) noexcept nogil:
+    """Back to the plain step from the last point; the history is dropped."""
+    cdef int i
+    for i in range(n):
+        tau[i] = aa.xprev[i] + aa.fprev[i]
+        nu[i] = aa.xprev[n + i] + aa.fprev[n + i]
+    aa.mixed = False
+    aa.mk = 0
+    aa.stored = False
+
+
+cdef bint _linear_marginals(const Run* r, double* work) noexcept nogil:
+    """The marginals (var, mu: the first 2n doubles of ``work``) linearised at the
+    kept sites (r.tau_old, r.nu_old), where r.var and r.mu are exact, at the
+    current sites (see ``_linearised_sweeps``); False where one is unusable
+    (non-positive variance or cavity precision)."""
+    cdef int i, n = r.n
+    cdef bint usable = True
+    cdef double *var = work
+    cdef double *mu = work + n
+    cdef double *dt = work + 2 * n
+    cdef double *dn = work + 3 * n
+    cdef const double* var0 = r.var
+    cdef const double* mu0 = r.mu
+    # 4n floats: dn, dt, M dn, M' dt, after the sweeps' and Anderson's doubles
+    cdef float *x32 = <float*> (work + 6 * n + (2 * AA_MEMORY + 3) * 2 * n)
+    for i in range(n):
+        dt[i] = r.tau[i] - r.tau_old[i]
+        dn[i] = r.nu[i] - r.nu_old[i] - dt[i] * mu0[i]
+        x32[i] = <float> dn[i]
+        x32[n + i] = <float> dt[i]
+    symv_any(False, <const float*> r.M32, n, x32, x32 + 2 * n, <float> 1.0, <float> 0.0)
+    symv_any(True, <const float*> r.M32, n, x32 + n, x32 + 3 * n, <float> 1.0,
+             <float> 0.0)
+    for i in range(n):
+        # diagonal terms in double precision, off-diagonal ones from the model
+        mu[i] = mu0[i] + var0[i] * dn[i] + x32[2 * n + i]
+        var[i] = var0[i] - (var0[i] * var0[i] * dt[i] + x32[3 * n + i])
+        if not (var[i] > 0.0) or not (1.0 / var[i] - r.tau[i] > 0.0):
+            usable = False
+    return usable
+
+
+cdef int _linearised_sweeps(Run* r, const double[::1] y, double inner_tol,
+                            int max_inner) noexcept nogil:
+    """Parallel EP sweeps, after the exact one that moved the sites from the kept
+    ones (tau0, nu0) = (r.tau_old, r.nu_old) to (tau, nu) = (r.tau, r.nu), on the
+    marginals linearised at (tau0, nu0) where var0, mu0 = r.var, r.mu are
     exact:  var ~ var0 - (Sigma o Sigma) dtau,  mu ~ mu0 + Sigma (dnu -
     dtau o mu0).  Their fixed point is the EP fixed point up to second order in the
     site change, so alternating them with exact factorisations converges
@@ -681,95 +875,41 @@ cdef int _linearised_sweeps(const Model* md, const double[::1] y, double* tau,
     is replaced by the plain step.  Stops when the change falls below inner_tol,
     when a plain step's linearised marginal is unusable (non-positive variance or
     cavity precision: the last sites are kept) or the change grows three times
-    running.  M is the single-precision model of ``_linearisation``.  ``work`` holds
-    8n + (2 AA_MEMORY + 3) 2n doubles.  Returns the number of sweeps."""
-    cdef int one = 1, i, j, k, grew = 0, m2 = 2 * n, mk = 0, head = 0, stored = 0
+    running.  r.M32 is the single-precision model of ``_linearisation``.
+    r.sweeps_work holds 8n + (2 AA_MEMORY + 3) 2n doubles.  Returns the number of
+    sweeps."""
+    cdef int i, k, grew = 0, n = r.n
     cdef int counts[3]
-    cdef bint mixed = False, usable
-    cdef double change, prev = INFINITY, fi
-    cdef double gamma[AA_MEMORY]
-    cdef double *var = work
-    cdef double *mu = work + n
-    cdef double *dt = work + 2 * n
-    cdef double *dn = work + 3 * n
+    cdef bint usable
+    cdef double change, prev = INFINITY
+    cdef double* work = r.sweeps_work
     cdef double *tnew = work + 4 * n
     cdef double *nnew = work + 5 * n
-    cdef double *dX = work + 6 * n                     # m2 x AA_MEMORY
-    cdef double *dF = dX + m2 * AA_MEMORY              # m2 x AA_MEMORY
-    cdef double *xprev = dF + m2 * AA_MEMORY
-    cdef double *fprev = xprev + m2
-    cdef double *f = fprev + m2
-    cdef float *x32 = <float*> (f + m2)               # 4n floats: dn, dt, M dn, M' dt
+    cdef Anderson aa
+    _anderson_init(&aa, work + 6 * n, n)
     for k in range(max_inner):
-        for i in range(n):
-            dt[i] = tau[i] - tau0[i]
-            dn[i] = nu[i] - nu0[i] - dt[i] * mu0[i]
-            x32[i] = <float> dn[i]
-            x32[n + i] = <float> dt[i]
-        symv_any(False, <const float*> M, n, x32, x32 + 2 * n, <float> 1.0, <float> 0.0)
-        symv_any(True, <const float*> M, n, x32 + n, x32 + 3 * n, <float> 1.0, <float> 0.0)
-        usable = True
-        for i in range(n):
-            # diagonal terms in double precision, off-diagonal ones from the model
-            mu[i] = mu0[i] + var0[i] * dn[i] + x32[2 * n + i]
-            var[i] = var0[i] - (var0[i] * var0[i] * dt[i] + x32[3 * n + i])
-            if not (var[i] > 0.0) or not (1.0 / var[i] - tau[i] > 0.0):
-                usable = False
+        usable = _linear_marginals(r, work)
         if usable:
             counts[0] = 0; counts[1] = 0; counts[2] = 0
-            change = _propose(md, y, tau, nu, var, mu, n, False, tnew, nnew, counts)
+            change = _propose(&r.md, y, r.tau, r.nu, work, work + n, False, tnew, nnew,
+                              counts)
             usable = isfinite(change) and counts[2] == 0
         if not usable:
-            if not mixed:
+            if not aa.mixed:
                 return k
-            # Back to the plain step from the last point.
-            for i in range(n):
-                tau[i] = xprev[i] + fprev[i]
-                nu[i] = xprev[n + i] + fprev[n + i]
-            mixed = False
-            mk = 0
-            stored = 0
+            _anderson_back(&aa, r.tau, r.nu, n)
             continue
         for i in range(n):
-            f[i] = damping * (tnew[i] - tau[i])
-            f[n + i] = damping * (nnew[i] - nu[i])
-        if change <= inner_tol:
-            for i in range(n):
-                tau[i] += f[i]
-                nu[i] += f[n + i]
-            return k + 1
+            aa.f[i] = r.damping * (tnew[i] - r.tau[i])
+            aa.f[n + i] = r.damping * (nnew[i] - r.nu[i])
         grew = grew + 1 if change > prev else 0
-        if grew >= 3:
+        if change <= inner_tol or grew >= 3:
             for i in range(n):
-                tau[i] += f[i]
-                nu[i] += f[n + i]
+                r.tau[i] += aa.f[i]
+                r.nu[i] += aa.f[n + i]
             return k + 1
         prev = change
-        if stored:
-            for i in range(n):
-                dX[i + head * m2] = tau[i] - xprev[i]
-                dX[n + i + head * m2] = nu[i] - xprev[n + i]
-            for i in range(m2):
-                dF[i + head * m2] = f[i] - fprev[i]
-            head = (head + 1) % AA_MEMORY
-            if mk < AA_MEMORY:
-                mk += 1
-        for i in range(n):
-            xprev[i] = tau[i]
-            xprev[n + i] = nu[i]
-        memcpy(fprev, f, m2 * sizeof(double))
-        stored = 1
-        # x <- x + f - (dX + dF) gamma (Anderson, type II), or the plain step.
-        mixed = mk > 0 and _anderson_weights(dF, f, m2, mk, gamma)
-        for i in range(m2):
-            fi = f[i]
-            if mixed:
-                for j in range(mk):
-                    fi -= gamma[j] * (dX[i + j * m2] + dF[i + j * m2])
-            if i < n:
-                tau[i] += fi
-            else:
-                nu[i - n] += fi
+        _anderson_step(&aa, r.tau, r.nu, n)
     return max_inner
 
 
@@ -804,86 +944,6 @@ cpdef Py_ssize_t scratch_size(Py_ssize_t n, bint parallel, bint want_binv) noexc
     return (0 if want_binv else n * n) + ((n * n + 1) // 2 if parallel else 2 * n * n)
 
 
-cdef struct Run:
-    # One EP or PL run (``run``): the problem, its work buffers, its options and
-    # its progress, passed to each step.  Pointers into the caller's arrays.
-    int n
-    const double* K
-    double* L             # chol(B), lower
-    double* Linv          # L^{-1} (lower); B^{-1} at the end when the caller wants it
-    double* tau
-    double* nu
-    double* S             # sqrt(max(tau, 0))
-    double* b             # posterior-mean weights K^{-1} mu
-    double* mu
-    double* var
-    Model md
-    Neg ng
-    # Work buffers: n x n (M32 for parallel runs, Sigma and V for sequential ones)
-    # and O(n); ``owned`` is what run allocated for the n x n ones.
-    double* owned
-    float* M32
-    double* Sigma
-    double* V
-    double* work
-    double* block
-    int* idx
-    unsigned char* rowmask
-    int nb
-    double* col
-    double* t
-    double* w
-    double* tau_old
-    double* nu_old
-    double* tnew
-    double* nnew
-    double* var_old
-    double* mu_old
-    double* sweeps_work   # for _linearised_sweeps
-    # Options.
-    double damping        # current damping of parallel steps
-    double damping0       # the damping asked for, which it recovers to
-    double min_damping
-    double tol
-    double keep_single    # residual below which single precision is redone in double
-    int max_sweeps
-    bint accelerate
-    bint keep_factor      # every factorisation keeps L (see _keep_factor)
-    # Progress.
-    int status
-    int sweep
-    bint converged
-    double logz
-    double logz_old
-    double change         # the residual of the last proposal (sequential: sweep)
-    double change_old
-    double best_change
-    double dlik0
-    double next_check     # when signal handlers next get their turn
-    int counts[3]         # the last proposal's skipped, clipped, non-finite sites
-    int n_skip
-    int n_clip
-    int n_nonfinite
-    int n_clip_last
-    int n_reject
-    int n_bad
-    int n_inner           # linearised sweeps
-    int n_single          # single-precision factorisations
-    int n_improper        # sites with an improper cavity before the step
-    int n_stalled
-    double accel_below    # residual below which chord steps are taken
-    double chord_scale
-    bint accel_used
-    bint clip             # the step's negative proposals are clipped
-    bint single           # the last factorisation was in single precision
-    bint prev_single
-    bint use_single
-    bint single_ok
-    bint l_kept           # the last factorisation wrote all of L
-    bint prev_rough       # the last evidence is no reference for convergence
-    bint prior_start
-
-
 cdef enum:
     P_STEP = 0            # _parallel_propose: take the step
     P_REDONE = 1          # ... a single-precision factorisation was redone in double
@@ -915,14 +975,13 @@ class SiteRun:
 cdef void _marginals_at(Run* r, const unsigned char* rows) noexcept nogil:
     """Marginals (and b) from the last factorisation (see ``_marginals``)."""
     cdef double t0 = gpc_tic()
-    _marginals(r.K, NULL if r.single else r.L, r.Linv, r.S, r.nu, r.n, r.var, r.mu,
-               r.b, r.t, r.w, r.idx, r.block, r.nb, r.Sigma, r.V, &r.ng, rows)
+    _marginals(r, rows)
     gpc_toc(T_MARGINALS, t0)
 
 
 cdef void _evidence(Run* r, const double[::1] y) noexcept nogil:
     cdef double t0 = gpc_tic()
-    r.logz = _log_evidence(&r.md, y, r.tau, r.nu, r.var, r.mu, r.L, r.ng.logdet, r.n,
+    r.logz = _log_evidence(&r.md, y, r.tau, r.nu, r.var, r.mu, r.L, r.ng.logdet,
                            &r.dlik0, &r.n_bad)
     gpc_toc(T_EVIDENCE, t0)
 
@@ -943,7 +1002,7 @@ cdef double _proposal(Run* r, const double[::1] y, bint clip) noexcept nogil:
     r.counts[0] = 0
     r.counts[1] = 0
     r.counts[2] = 0
-    change = _propose(&r.md, y, r.tau, r.nu, r.var, r.mu, r.n, clip, r.tnew, r.nnew,
+    change = _propose(&r.md, y, r.tau, r.nu, r.var, r.mu, clip, r.tnew, r.nnew,
                       r.counts)
     gpc_toc(T_PROPOSALS, t0)
     return change
@@ -952,7 +1011,7 @@ cdef double _proposal(Run* r, const double[::1] y, bint clip) noexcept nogil:
 cdef int _factorise_double(Run* r) noexcept nogil:
     r.single = False
     r.l_kept = True
-    return _factorise(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.t, r.n, &r.ng)
+    return _factorise(r)
 
 
 cdef int _start(Run* r, const double[::1] y) noexcept nogil:
@@ -1096,9 +1155,8 @@ cdef int _move_sites(Run* r, const double[::1] y) noexcept nogil:
     gpc_toc(T_CHORD_MODEL, t0)
     t0 = gpc_tic()
     r.n_inner += 1 + _linearised_sweeps(
-        &r.md, y, r.tau, r.nu, r.tau_old, r.nu_old, r.M32, r.var, r.mu, r.n,
-        r.damping, 0.01 * (r.tol if r.tol > r.change * r.change
-                           else r.change * r.change), 49, r.sweeps_work)
+        r, y, 0.01 * (r.tol if r.tol > r.change * r.change else r.change * r.change),
+        49)
     gpc_toc(T_LINEARISED, t0)
     if r.chord_scale < 1.0:
         for i in range(r.n):
@@ -1121,8 +1179,7 @@ cdef void _factorise_step(Run* r) noexcept nogil:
         else:
             r.l_kept = _keep_factor(r.accel_used, r.change, r.tol, r.tau, r.var_old,
                                     r.n, r.rowmask, r.keep_factor)
-            r.status = _factorise(r.K, r.tau, r.nu, r.S, r.L, r.Linv, r.t, r.n, &r.ng,
-                                  r.l_kept, r.rowmask)
+            r.status = _factorise(r, r.l_kept, r.rowmask)
         if r.status == ST_OK:
             _marginals_at(r, NULL if r.l_kept else r.rowmask)
             if r.clip or _n_improper_cavities(r.tau, r.var, r.n) <= r.n_improper:
@@ -1212,8 +1269,8 @@ cdef int _sequential_site(Run* r, const double[::1] y, int i, int n_neg) noexcep
     for j in range(i, n):
         col[j] = r.Sigma[j + i * n]
     while True:
-        _site_update(&r.md, y[i], r.tau[i], r.nu[i], sii, mui, r.damping, clip,
-                     &t_new, &n_new, &flags)
+        flags = _site_update(&r.md, y[i], r.tau[i], r.nu[i], sii, mui, r.damping,
+                             clip, &t_new, &n_new)
         dtau = t_new - r.tau[i]
         dnu = n_new - r.nu[i]
         # The rank-one update keeps Sigma positive definite even when the new

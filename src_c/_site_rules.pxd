@@ -216,39 +216,36 @@ cdef inline double _pl_log_evidence(const Model* md, const double[::1] y,
 
 # ---- the rule of a run: EP's moment matching, or PL's regression
 
-cdef inline void _site_update(const Model* md, double yi, double tau_i,
-                              double nu_i, double var_i, double mu_i, double damping,
-                              bint clip, double* tau_new, double* nu_new,
-                              int* flags) noexcept nogil:
-    """One EP site update from the marginal (var_i, mu_i).  flags: bit 0 = skipped
-    (improper cavity), bit 1 = clipped (tilted variance rounded to <= 0, or, with
-    ``clip``, a negative site precision), bit 2 = non-finite moments (skipped)."""
+cdef inline int _site_update(const Model* md, double yi, double tau_i, double nu_i,
+                             double var_i, double mu_i, double damping, bint clip,
+                             double* tau_new, double* nu_new) noexcept nogil:
+    """One EP site update from the marginal (var_i, mu_i).  Returns its flags:
+    bit 0 = skipped (improper cavity), bit 1 = clipped (tilted variance rounded to
+    <= 0, or, with ``clip``, a negative site precision), bit 2 = non-finite
+    moments (skipped)."""
     cdef double tau_cav = 1.0 / var_i - tau_i
     cdef double nu_cav = mu_i / var_i - nu_i
     cdef double v_cav, m_cav, logZ, d1, d2, dpar, denom, t_new, n_new
-    flags[0] = 0
+    cdef int flags = 0
     if md.rule == RULE_PL:
         if not _slr(md, yi, var_i, mu_i, &t_new, &n_new, &d1, &d2, &dpar):
             tau_new[0] = tau_i
             nu_new[0] = nu_i
-            flags[0] = 4
-            return
+            return 4
         tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
         nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
-        return
+        return 0
     if not (tau_cav > 0.0) or not isfinite(tau_cav):
         tau_new[0] = tau_i
         nu_new[0] = nu_i
-        flags[0] = 1
-        return
+        return 1
     v_cav = 1.0 / tau_cav
     m_cav = nu_cav * v_cav
     model_moments(md, yi, m_cav, v_cav, &logZ, &d1, &d2, &dpar)
     if not (isfinite(d1) and isfinite(d2)):
         tau_new[0] = tau_i
         nu_new[0] = nu_i
-        flags[0] = 4
-        return
+        return 4
     denom = 1.0 + d2 * v_cav
     if denom > 0.0 and (d2 <= 0.0 or not clip):
         t_new = -d2 / denom
@@ -256,21 +253,22 @@ cdef inline void _site_update(const Model* md, double yi, double tau_i,
     else:
         t_new = 0.0
         n_new = d1
-        flags[0] = 2
+        flags = 2
     tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
     nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
+    return flags
 
 
 cdef inline double _log_evidence(const Model* md, const double[::1] y,
                                  const double* tau, const double* nu, const double* var,
                                  const double* mu, const double* L, double logdet_c,
-                                 int n, double* dlik, int* n_bad) noexcept nogil:
-    """EP log evidence at the current sites (GPML's arrangement of R&W eq. 3.65,
+                                 double* dlik, int* n_bad) noexcept nogil:
+    """EP log evidence at the n = len(y) sites (GPML's arrangement of R&W eq. 3.65,
     zero prior mean; log|I + K T|/2 = sum log L_ii + logdet_c with the negative
     sites) and d log Z_EP / d par[0] = sum_i d log Z_i / d par[0] at the
     cavities (exact at a fixed point).  Sites with an improper cavity are left out
     and counted in n_bad."""
-    cdef int i
+    cdef int i, n = y.shape[0]
     cdef double tau_cav, nu_cav, logZ, d1, d2, dpar, total = 0.0, nu_mu = 0.0
     dlik[0] = 0.0
     n_bad[0] = 0
