@@ -99,17 +99,19 @@ cdef struct Outcome:
     double psi, logdet
 
 
-cdef int _derivs_at(const Newton* nw, double* sum_lp) noexcept nogil:
-    """d1 = d log p/df, w = -d2 log p/df2 (clipped at 0) and sum of log p at f."""
+cdef int _derivs_at(Newton* nw) noexcept nogil:
+    """d1 = d log p/df, w = -d2 log p/df2 (clipped at 0), sW = sqrt(w) and the
+    gradient g = d1 - a at the current point."""
     cdef int i
-    cdef double lp, g1, g2, g3, s = 0.0
+    cdef double lp, g1, g2, g3
     for i in range(nw.n):
         if model_derivs(nw.md, nw.y[i], nw.f[i], &lp, &g1, &g2, &g3) != 0:
             return ST_NO_DERIVATIVES
-        s += lp
         nw.d1[i] = g1
         nw.w[i] = -g2 if g2 < 0.0 else 0.0
-    sum_lp[0] = s
+    for i in range(nw.n):
+        nw.sW[i] = sqrt(nw.w[i])
+        nw.g[i] = nw.d1[i] - nw.a[i]
     return ST_OK
 
 
@@ -299,18 +301,15 @@ cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond, bint reu
     cdef bint done = False, single = False, chord, exact, factor_single = False
     cdef bint single_ok = max_cond > 0.0, chord_ok = reuse
     cdef bint last_full = False, prev_single = False, prev_fresh = False
-    cdef double psi_old, psi_new, err, err_new, sum_lp, scale
+    cdef double psi_old, psi_new, err, err_new, scale
     cdef double delta, delta_prev = INFINITY, delta_prev2 = INFINITY, next_check = 0.0
     psi_old = _start(nw, &err)
     out.status = ST_OK if isfinite(psi_old) else ST_NONFINITE
     while out.status == ST_OK:
         check_signals(&next_check)   # one O(n^3) factorisation per step
-        out.status = _derivs_at(nw, &sum_lp)
+        out.status = _derivs_at(nw)
         if out.status != ST_OK:
             break
-        for i in range(n):
-            nw.sW[i] = sqrt(nw.w[i])
-            nw.g[i] = nw.d1[i] - nw.a[i]
         scale = 1.0 + _max_abs(nw.f, n)
         # The factor of the returned point (the last one) is always in double.
         chord = chord_ok and not done and out.n_iter < max_iter \
