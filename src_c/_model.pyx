@@ -1,6 +1,7 @@
 # The Python side of the one Model struct (_model.pxd): LikelihoodModel builds and
 # checks it once, and every compiled loop's entry point reads it (model_of).
 
+from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cpython.pycapsule cimport PyCapsule_New
 
 import numpy as np
@@ -12,10 +13,34 @@ RULE_EXPECTATION_PROPAGATION = RULE_EP
 RULE_POSTERIOR_LINEARISATION = RULE_PL
 
 
-cdef inline void _quad(Quad* q, const double[::1] x, const double[::1] logw) noexcept:
-    q.n = x.shape[0]
-    q.x = &x[0] if q.n > 0 else NULL
-    q.logw = &logw[0] if q.n > 0 else NULL
+# The default of PL's evidence rule: none (shared, read-only).
+_EMPTY = np.zeros(0)
+_EMPTY.flags.writeable = False
+
+
+cdef const double* _data(object a, int* n) except? NULL:
+    """The first entry of a contiguous float64 array that the caller holds (NULL
+    when it is empty) and its length in n: a plain buffer request, cheaper than a
+    typed memoryview, as a model is built once per fit."""
+    cdef Py_buffer view
+    cdef const double* p
+    PyObject_GetBuffer(a, &view, PyBUF_C_CONTIGUOUS)
+    n[0] = <int> (view.len // sizeof(double))
+    p = <const double*> view.buf if view.len > 0 else NULL
+    PyBuffer_Release(&view)
+    return p
+
+
+cdef int _quad(Quad* q, object x, object logw) except -1:
+    """Point q at the rule (x, logw); refuse lengths that differ."""
+    cdef int n_w
+    q.x = _data(x, &q.n)
+    q.logw = _data(logw, &n_w)
+    if n_w != q.n:
+        raise ValueError("quadrature nodes and weights must have equal lengths")
+    if q.n == 0:
+        q.x = q.logw = NULL
+    return 0
 
 
 cdef class LikelihoodModel:
@@ -39,7 +64,7 @@ cdef class LikelihoodModel:
 
     def __init__(self, int code, par, quad_x, quad_logw, int rule=RULE_EP,
                  evq_x=None, evq_logw=None):
-        cdef int n_par = lik_n_params(code)
+        cdef int n_par = lik_n_params(code), n_given
         if n_par < 0:
             raise ValueError(f"unknown likelihood code {code}")
         if rule != RULE_EP and rule != RULE_PL:
@@ -47,29 +72,24 @@ cdef class LikelihoodModel:
         self.par = np.ascontiguousarray(par, dtype=np.float64)
         self.quad_x = np.ascontiguousarray(quad_x, dtype=np.float64)
         self.quad_logw = np.ascontiguousarray(quad_logw, dtype=np.float64)
-        self.evq_x = np.ascontiguousarray(() if evq_x is None else evq_x,
-                                          dtype=np.float64)
-        self.evq_logw = np.ascontiguousarray(() if evq_logw is None else evq_logw,
-                                             dtype=np.float64)
-        if self.par.shape[0] < n_par:
+        self.evq_x = _EMPTY if evq_x is None else np.ascontiguousarray(
+            evq_x, dtype=np.float64)
+        self.evq_logw = _EMPTY if evq_logw is None else np.ascontiguousarray(
+            evq_logw, dtype=np.float64)
+        self.md.par = _data(self.par, &n_given)
+        if n_given < n_par:
             raise ValueError("this likelihood needs its parameter in par[0]")
-        if (self.quad_x.shape[0] != self.quad_logw.shape[0]
-                or self.evq_x.shape[0] != self.evq_logw.shape[0]):
-            raise ValueError("quadrature nodes and weights must have equal lengths")
-        cdef const double[::1] pv = self.par
+        _quad(&self.md.quad, self.quad_x, self.quad_logw)
+        _quad(&self.md.evq, self.evq_x, self.evq_logw)
         self.code = code
         self.rule = rule
         self.md.lik = code
-        self.md.par = &pv[0] if pv.shape[0] > 0 else NULL
-        _quad(&self.md.quad, self.quad_x, self.quad_logw)
         self.md.rule = rule
-        _quad(&self.md.evq, self.evq_x, self.evq_logw)
         self._capsule = PyCapsule_New(&self.md, b"gpc._model.Model", NULL)
 
     def __repr__(self):
         return (f"LikelihoodModel(code={self.code}, n_par={self.par.shape[0]}, "
-                f"n_quad={self.quad_x.shape[0]}, rule={self.rule}, "
-                f"n_evq={self.evq_x.shape[0]})")
+                f"n_quad={self.md.quad.n}, rule={self.rule}, n_evq={self.md.evq.n})")
 
 
 def likelihood_model(likelihood, int rule=RULE_EP, evidence_rule=None):
