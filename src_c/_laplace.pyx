@@ -297,7 +297,7 @@ cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond, bint reu
     from a fresh factorisation, in double after a single-precision one (as are
     all the next ones, also once single-precision steps stop shrinking fast near
     the mode, or after a failed single-precision factorisation)."""
-    cdef int i, k, n = nw.n
+    cdef int k, n = nw.n
     cdef bint done = False, single = False, chord, exact, factor_single = False
     cdef bint single_ok = max_cond > 0.0, chord_ok = reuse
     cdef bint last_full = False, prev_single = False, prev_fresh = False
@@ -344,9 +344,7 @@ cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond, bint reu
             # Converged (or, after full exact steps, at the rounding floor, where
             # steps stop shrinking): take the last, tiny step and factorise B
             # there once more.
-            for i in range(n):
-                nw.a[i] += nw.da[i]
-                nw.f[i] += nw.df[i]
+            _take_step(nw)
             psi_old = _psi(nw, nw.a, nw.f, &err)
             out.n_iter += 1
             done = out.converged = True
@@ -371,18 +369,39 @@ cdef int _newton(Newton* nw, double tol, int max_iter, double max_cond, bint reu
         prev_fresh = not chord
         delta_prev2 = delta_prev
         delta_prev = delta
-        for i in range(n):
-            nw.a[i] = nw.a_try[i]
-            nw.f[i] = nw.f_try[i]
+        _accept_try(nw)
         psi_old = psi_new
         err = err_new
+    _finish(nw, psi_old, out)
+    return 0
+
+
+cdef void _take_step(Newton* nw) noexcept nogil:
+    """(a, f) += (da, df): the full Newton step."""
+    cdef int i
+    for i in range(nw.n):
+        nw.a[i] += nw.da[i]
+        nw.f[i] += nw.df[i]
+
+
+cdef void _accept_try(Newton* nw) noexcept nogil:
+    """(a, f) = (a_try, f_try): the point the line search accepted."""
+    cdef int i
+    for i in range(nw.n):
+        nw.a[i] = nw.a_try[i]
+        nw.f[i] = nw.f_try[i]
+
+
+cdef void _finish(Newton* nw, double psi, Outcome* out) noexcept nogil:
+    """Clear the single-precision factors' scratch in L; out.psi = psi and, at a
+    double-precision factor, out.logdet = sum log L_ii."""
+    cdef int i, n = nw.n
     if out.n_single > 0:
         _clear_scratch(nw.L, n)
-    out.psi = psi_old
+    out.psi = psi
     if out.status == ST_OK:
         for i in range(n):
             out.logdet += log(nw.L[i + <size_t> i * n])
-    return 0
 
 
 def _check_shapes(K, n, **arrays):
