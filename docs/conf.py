@@ -35,7 +35,7 @@ extensions = [
 
 # -- API reference -----------------------------------------------------------------
 autosummary_generate = True
-autodoc_default_options = {"inherited-members": False}
+autodoc_default_options = {}
 # A class's page documents its own public methods and properties in full (the
 # autosummary template's ``:members:``), so every reference to one has a target;
 # numpydoc's tables of them would only repeat those entries.
@@ -81,10 +81,17 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints", "sg_execution_times.rst"]
 
 
 def _skip_request_methods(app, what, name, obj, skip, options):
-    """Leave out the ``set_<method>_request`` methods scikit-learn generates on every
-    estimator (its metadata routing): their docstrings are scikit-learn's, written
-    for its own documentation."""
-    if what == "class" and name.startswith("set_") and name.endswith("_request"):
+    """A class's page documents the members it inherits from gpc's own bases
+    (the estimators' shared skeleton), but not those of scikit-learn's
+    (``get_params``, ``score``, the ``set_<method>_request`` methods of its
+    metadata routing): their docstrings are scikit-learn's, written for its own
+    documentation."""
+    if what != "class":
+        return None
+    function = getattr(obj, "fget", obj)
+    if (getattr(function, "__module__", None) or "").startswith("sklearn."):
+        return True
+    if name.startswith("set_") and name.endswith("_request"):
         return True
     return None
 

@@ -259,14 +259,14 @@ def maximize_evidence(fun, theta0, bounds, *, optimizer="fmin_l_bfgs_b",
         if the best optimum still ends so, a ConvergenceWarning says so.
         ``projected_gradient`` of the result holds the value.
     gtol : float, default=1e-5
-        L-BFGS-B's own tolerance on the projected gradient (see :func:`lbfgsb`).
+        L-BFGS-B's own tolerance on the projected gradient (see ``gpc.optimize.lbfgsb``).
     first_step : callable, optional
         ``first_step(g0)``: the length of the first run's first step, from the
         projected gradient at its start (e.g. a quasi-Newton step of an earlier
         maximisation's curvature: ``EvidenceOptimum.newton``); default 1.
     min_gain : float, optional
         Stop a run when an iteration gains at most about this much (see
-        :func:`lbfgsb`).
+        ``gpc.optimize.lbfgsb``).
 
     Returns
     -------

@@ -51,7 +51,9 @@ class _BinarySparseGPClassifier(ClassifierMixin, _SparseGP):
         if classes is not None:
             self.classes_ = np.unique(classes)
         check_is_fitted(self, "classes_")
-        self._partial_fit(np.asarray(X), 2.0 * np.searchsorted(self.classes_, y) - 1.0)
+        X = np.asarray(X)
+        self.n_features_in_ = X.shape[1]
+        self._partial_fit(X, 2.0 * np.searchsorted(self.classes_, y) - 1.0)
         return self
 
     def predict_proba(self, X):
