@@ -417,3 +417,28 @@ def test_later_stages_step_by_the_earlier_curvature_and_stop_on_the_gradient():
     assert len(calls) == 1
     gpc.optimize.lbfgsb(fun, near, bounds, 1e-6, 1e-6)
     assert len(calls) > 2
+
+
+def test_a_kernel_without_an_input_gradient_is_refused_before_learning():
+    # Learning inducing inputs needs the kernel's gradient in its inputs; a
+    # kernel without one is refused before any stage of evidence maximisation
+    # runs, not after them.
+    from sklearn.gaussian_process.kernels import RationalQuadratic
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 2)
+    y = (X[:, 0] > 0).astype(int)
+    calls = []
+    original = gpc.sparse.learning.SparseEvidence.__call__
+
+    def counted(self, theta):
+        calls.append(1)
+        return original(self, theta)
+
+    clf = gpc.SparseGPClassifier(RationalQuadratic(), max_basis=10,
+                                 learn_inducing_points=True, random_state=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gpc.sparse.learning.SparseEvidence, "__call__", counted)
+        with pytest.raises(ValueError, match="gradient of the kernel"):
+            clf.fit(X, y)
+    assert not calls

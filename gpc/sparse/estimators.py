@@ -17,7 +17,7 @@ from .._validation import check_integer, check_real
 from .._estimator import (check_optimizer, default_kernel, fit_atomically,
                           kernel_priors)
 from ..inference import check_kernel_psd
-from ..kernels import as_kernel, contract, cross_covariance_chunks
+from ..kernels import as_kernel, contract, contract_inputs, cross_covariance_chunks
 from ..likelihoods import get_likelihood
 from ..optimize import maximize_evidence, median_distance
 from ._chunked import ChunkedData
@@ -299,6 +299,8 @@ class _SparseGP(BaseEstimator):
             X, y, max(self.chunk_size, 2048), self.random_state)
         Z = self._inducing_inputs(data)
         check_kernel_psd(kernel, Z)         # K(Z, Z) must factorise
+        if self.learn_inducing_points:      # refused now, not after the stages
+            contract_inputs(kernel, Z[:1], Z[:1], np.zeros((1, 1)))
         learn = self.optimizer is not None
         learn_lik = learn and _learnable_likelihood(likelihood)
         learning = dict(learn_likelihood=learn_lik,
