@@ -252,28 +252,42 @@ def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
 
     (L, Binv), jitter = with_jitter(K, attempt)
     half_logdet = np.sum(np.log(np.diag(L)))
+    binv_norm = np.sqrt(np.einsum("ij,ij->", Binv, Binv))
     nu, pt, it, converged = _probit_newton(
-        lambda v: _probit_bound(Binv, y, v, half_logdet), Binv, y, nu, tol,
-        int(max_iter))
+        lambda v: _probit_bound(Binv, y, v, half_logdet, binv_norm), Binv, y, nu,
+        tol, int(max_iter))
     var = np.maximum(1.0 - np.diag(Binv), 0.0)        # (1 - diag(B^-1)) / W, W = 1
     return _result(likelihood, nu, sW, L, Binv, pt["alpha"], pt["mean"], var,
                    pt["bound"], it, converged, jitter, max_iter, compute_gradient)
 
 
-def _probit_bound(Binv, y, nu, half_logdet):
+def _probit_bound(Binv, y, nu, half_logdet, binv_norm):
     """The probit's lower bound at the tangent points nu, with what the Newton
     step and the result need: ``bound``, ``u = y o mean - nu``, ``dr = 1 + r'(nu)``
-    (in (0, 1]), ``mean = Sigma b``, ``alpha = K^{-1} mean``."""
+    (in (0, 1]), ``mean = Sigma b``, ``alpha = K^{-1} mean``, the fixed-point
+    ``residual`` and the bound's ``rounding`` (``binv_norm``: the Frobenius norm
+    of ``B^{-1}``)."""
     r, shift = mills(nu)                              # r = N/Phi, shift = nu + r
     b = y * shift
     # B = I + K: alpha = K^{-1} Sigma b = B^{-1} b and mean = b - B^{-1} b, free of
     # the cancellation in b - B^{-1} K b when K is large.
     alpha = _linalg.symv(Binv, b)
     mean = b - alpha
-    bound = (np.sum(log_ndtr(nu) - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
+    log_phi = log_ndtr(nu)
+    bound = (np.sum(log_phi - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
              - half_logdet)
-    return {"bound": bound, "u": y * mean - nu, "dr": 1.0 - r * shift,
-            "mean": mean, "alpha": alpha}
+    # What rounding can move the bound by between two evaluations with the same
+    # B^-1: each of its sums and products of n terms is off by at most ~n eps
+    # times the sum of the terms' magnitudes; for B^-1 b that is |B^-1| |b|, and
+    # |b|'|B^-1||b| <= ||B^-1||_F |b|^2.
+    bb = b @ b
+    size = (np.sum(np.abs(log_phi) + np.abs(r * nu) + 0.5 * nu * nu)
+            + 0.5 * (bb + np.abs(b) @ np.abs(mean) + binv_norm * bb)
+            + abs(half_logdet))
+    u = y * mean - nu
+    return {"bound": bound, "u": u, "dr": 1.0 - r * shift, "mean": mean,
+            "alpha": alpha, "rounding": (nu.shape[0] + 1) * _EPS * size,
+            "residual": np.max(np.abs(u) / (1.0 + np.abs(nu + u)), initial=0.0)}
 
 
 def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
@@ -283,10 +297,15 @@ def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
     ``D^{1/2} (I - Y Sigma Y D)`` is similar to the positive definite
     ``I - D + D^{1/2} Y B^{-1} Y D^{1/2}``; halved until the bound does not fall,
     and replaced by the EM step ``nu <- y o E_q[f]`` (which cannot lower it) when
-    halving fails.  Returns ``(nu, point, n_iter, converged)``."""
+    halving fails.  Near the maximum a step raises the bound by about the square
+    of the residual, below the bound's rounding (``point["rounding"]``) once the
+    residual is below ~1e-7: there a step is also taken when the bound stays
+    within its rounding and the residual falls, so that reaching a tolerance
+    finer than that does not hang on the last bits of the bound.
+    Returns ``(nu, point, n_iter, converged)``."""
     pt = evaluate(nu)
     for it in range(1, max_iter + 1):
-        if np.max(np.abs(pt["u"]) / (1.0 + np.abs(nu + pt["u"])), initial=0.0) <= tol:
+        if pt["residual"] <= tol:
             return nu, pt, it, True
         if it == max_iter:
             break
@@ -302,7 +321,9 @@ def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
             candidates = [step * 0.5 ** k for k in range(HALVINGS)]
         for step in candidates + [pt["u"]]:           # the EM step last
             trial = evaluate(nu + step)
-            if trial["bound"] >= pt["bound"]:
+            if trial["bound"] >= pt["bound"] or (
+                    trial["bound"] >= pt["bound"] - pt["rounding"] - trial["rounding"]
+                    and trial["residual"] < pt["residual"]):
                 break
         else:
             break                                     # the EM step at rounding level
@@ -312,6 +333,8 @@ def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
 
 #: Halvings of a Newton step for the probit bound tried before the EM step.
 HALVINGS = 8
+#: The unit roundoff of float64.
+_EPS = np.finfo(np.float64).eps / 2
 
 
 #: Past steps mixed by the Anderson acceleration of the fixed point for nu^2.
