@@ -9,6 +9,8 @@ from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import gpc
+from gpc.likelihoods import get_likelihood
+from gpc.sparse import sparse_ep
 from gpc.sparse._dask import DaskExecutor, chunked_from_dask
 
 da = pytest.importorskip("dask.array")
@@ -78,6 +80,26 @@ def test_dask_fit_equals_the_in_process_fit_and_gathers_no_data(client, monkeypa
     np.testing.assert_array_equal(on_workers.classes_, [0, 1])
 
 
+def test_dask_inducing_gradient_equals_the_in_process_one(client):
+    # What a fit that learns the inducing inputs adds on the workers, once: their
+    # gradient, summed from the chunks' statistics (the whole fit is the slow
+    # test below).
+    X, y = _dask_data()
+    parts = [_block(seed) for seed in range(CHUNKS)]
+    Xl = np.concatenate([p[0] for p in parts])
+    yl = 2.0 * np.concatenate([p[1] for p in parts]) - 1.0
+    Z = Xl[::300]
+    kernel, lik = C(1.0) * RBF(np.ones(D)), get_likelihood("probit")
+    on_workers = sparse_ep(kernel, lik, chunked_from_dask(client, X, 2.0 * y - 1.0),
+                           None, Z, inducing_gradient=True)
+    local = sparse_ep(kernel, lik, Xl, yl, Z, inducing_gradient=True, chunk_size=ROWS)
+    assert np.abs(local.dZ).max() > 1.0
+    assert on_workers.log_evidence == pytest.approx(local.log_evidence, rel=0, abs=1e-8)
+    np.testing.assert_allclose(on_workers.dZ, local.dZ, rtol=0,
+                               atol=1e-8 * np.abs(local.dZ).max())
+
+
+@pytest.mark.slow        # a whole fit; the gradient it follows: the test above
 def test_dask_learns_inducing_inputs_as_in_process(client):
     X, y = _dask_data()
     on_workers = _model(learn_inducing_points=True).fit(X, y)
@@ -95,13 +117,17 @@ def test_dask_learns_inducing_inputs_as_in_process(client):
         local.log_marginal_likelihood_value_, rel=1e-8, abs=0)
 
 
-def test_dask_dataframe_partitions_are_the_chunks(client):
+@pytest.mark.parametrize("learn", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_dask_dataframe_partitions_are_the_chunks(client, learn):
+    # The partitions become the chunks before any fit; learning the kernel on
+    # them (slow) only repeats what a fixed kernel's fit checks.
     dd = pytest.importorskip("dask.dataframe")
     X, y = _dask_data()
     frame = dd.from_dask_array(X, columns=["a", "b", "c"])
     labels = dd.from_dask_array(y)
-    from_frame = _model().fit(frame, labels)
-    from_arrays = _model().fit(X, y)
+    model = _model if learn else _fixed
+    from_frame = model().fit(frame, labels)
+    from_arrays = model().fit(X, y)
     assert from_frame.log_marginal_likelihood_value_ == pytest.approx(
         from_arrays.log_marginal_likelihood_value_, rel=0, abs=1e-8)
     np.testing.assert_array_equal(from_frame.feature_names_in_, ["a", "b", "c"])

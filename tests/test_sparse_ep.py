@@ -189,11 +189,32 @@ def test_classifier_with_every_input_inducing_is_full_ep():
     np.testing.assert_allclose(clf.predict_proba(Xs)[:, 1], p_full, atol=1e-8)
 
 
-def test_stages_end_on_the_whole_data():
+def test_stage_sizes_end_on_the_whole_data():
     assert gpc.sparse.learning.stage_sizes(10 ** 6, 200) == [10 ** 4, 10 ** 5, 10 ** 6]
     assert gpc.sparse.learning.stage_sizes(3000, 50) == [3000]
     assert gpc.sparse.learning.stage_sizes(10000, 50) == [10000]
     assert gpc.sparse.learning.stage_sizes(25000, 200) == [5000, 25000]
+    # Two stages on 1,200 points (the estimator's on 12,000: the slow test below):
+    # the second starts at the first's optimum, ends stationary on the whole data
+    # and as high as a direct maximisation there.
+    rng = np.random.RandomState(0)
+    X = rng.randn(1200, 2)
+    y = 2.0 * (X[:, 0] + 0.5 * rng.randn(1200) > 0) - 1.0
+    kernel, lik = ConstantKernel(1.0) * RBF(1.0), get_likelihood("probit")
+    data = ChunkedData.from_arrays(X, y, 2048, random_state=0)
+    theta, res, info = gpc.sparse.learning.maximize_sparse_evidence(
+        kernel, lik, data, X[:20], learn_likelihood=False, smallest_stage=20)
+    assert info["stages"] == [200, 1200]
+    assert sum(s[0].size for s in res.sites) == 1200
+    assert len(info["history"][-1]) < len(info["history"][0])
+    assert info["stationary"] and info["projected_gradient"] <= info["gtol"]
+    direct = gpc.sparse.learning.SparseEvidence(kernel, lik, X, y, X[:20])
+    best = gpc.maximize_evidence(direct, direct.theta, direct.bounds)
+    assert res.log_evidence > 1200 * (best.objective - gpc.optimize.TOL_PER_EXAMPLE)
+
+
+@pytest.mark.slow        # 12,000 points learnt in stages by the estimator
+def test_stages_end_on_the_whole_data():
     rng = np.random.RandomState(0)
     X = rng.randn(12000, 2)
     y = (X[:, 0] + 0.5 * rng.randn(12000) > 0).astype(int)
