@@ -160,8 +160,9 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
     * ``_check_params()``: its parameter checks before any data, returning that
       binary estimator (checked, to be fitted);
     * optionally ``_multinomial()`` (the binary estimator is a joint model of
-      every class: no wrapper), ``_validation_kwargs()`` and ``_warm(binary)`` (give a new binary estimator the state of the fitted
-      one, for ``warm_start``).
+      every class: no wrapper), ``_validation_kwargs()`` and ``_warm(binary)``
+      (give a new binary estimator the state of the fitted one, for
+      ``warm_start``).
 
     Fitted attributes: ``base_estimator_`` (the binary estimator, the joint
     model or the wrapper), ``classes_``, ``n_classes_`` and

@@ -36,8 +36,8 @@ class UpperBound:
     Notes
     -----
     The bound is minimised over its variational parameters by
-    :func:`gpc.inference.variational.upper_bound` (one run of L-BFGS-B over n parameters, each step a
-    product with K); it has no finite minimum over the signal variance, which is
+    :func:`gpc.inference.variational.upper_bound` (one run of L-BFGS-B over n
+    parameters, each step a product with K); it has no finite minimum over the signal variance, which is
     why the hyperparameters come from the lower bound.
 
     Examples

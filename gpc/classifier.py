@@ -145,7 +145,8 @@ class GaussianProcessClassifier(ClassifierFront):
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
                  random_state=None, multi_class="one_vs_rest", n_jobs=None,
-                 method=_DEFAULT_METHOD, likelihood=DEFAULT_LIKELIHOOD, inference_options=None,
+                 method=_DEFAULT_METHOD, likelihood=DEFAULT_LIKELIHOOD,
+                 inference_options=None,
                  priors=None, verbose=0):
         self.kernel = kernel
         self.optimizer = optimizer

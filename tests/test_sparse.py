@@ -274,13 +274,15 @@ def test_a_novelty_tol_that_admits_no_basis_vector_is_refused():
     # below 1 the first example always does.
     X, y = data(20, 9)
     for tol in (1.0, 10):
-        clf = gpc.SparseGPClassifier(RBF(1.0), likelihood="probit", method="adf", optimizer=None,
+        clf = gpc.SparseGPClassifier(RBF(1.0), likelihood="probit",
+                                 method="adf", optimizer=None,
                                      novelty_tol=tol)
         with pytest.raises(ValueError, match=r"^novelty_tol must be .* \[0, 1\)"):
             clf.fit(X, y)
         with pytest.raises(ValueError, match=r"^novelty_tol must be .* \[0, 1\)"):
             clf.partial_fit(X, y, classes=np.unique(y))
-    clf = gpc.SparseGPClassifier(RBF(1.0), likelihood="probit", method="adf", optimizer=None,
+    clf = gpc.SparseGPClassifier(RBF(1.0), likelihood="probit",
+                                 method="adf", optimizer=None,
                                  novelty_tol=0.999).fit(X, y)
     assert clf.n_basis_ >= 1
     assert np.ptp(clf.predict_proba(X)[:, 1]) > 0.1

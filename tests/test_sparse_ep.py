@@ -179,8 +179,8 @@ def test_chunks_and_warm_starts_change_nothing():
 def test_classifier_with_every_input_inducing_is_full_ep():
     X, y = _data(70, 2, 9)
     kernel = ConstantKernel(1.5) * RBF([0.3, 0.2])
-    clf = gpc.SparseGPClassifier(kernel, likelihood="probit", max_basis=70, jitter=0.0, tol=1e-12,
-                                 optimizer=None).fit(X, y)
+    clf = gpc.SparseGPClassifier(kernel, likelihood="probit", max_basis=70, jitter=0.0,
+                                 tol=1e-12, optimizer=None).fit(X, y)
     full = gpc.infer(kernel(X), y, method="ep", likelihood="probit", tol=1e-14)
     assert abs(clf.log_marginal_likelihood_value_ - full.log_evidence) < 1e-8
     Xs = np.random.RandomState(3).randn(5, 2)
@@ -218,7 +218,8 @@ def test_stages_end_on_the_whole_data():
     rng = np.random.RandomState(0)
     X = rng.randn(12000, 2)
     y = (X[:, 0] + 0.5 * rng.randn(12000) > 0).astype(int)
-    clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), likelihood="probit", max_basis=20,
+    clf = gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF(1.0), likelihood="probit",
+                                 max_basis=20,
                                  random_state=0).fit(X, y)
     assert clf.inference_info_["stages"] == [5000, 12000]
     assert clf.log_marginal_likelihood_value_ == pytest.approx(
@@ -271,7 +272,8 @@ def test_learnt_inducing_inputs_raise_the_evidence():
     X = rng.randn(1500, 2)
     y = (X[:, 0] * X[:, 1] + 0.3 * rng.randn(1500) > 0).astype(int)
     Z = X[:8]
-    fits = [gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF([1.0, 1.0]), likelihood="probit",
+    fits = [gpc.SparseGPClassifier(ConstantKernel(1.0) * RBF([1.0, 1.0]),
+                                   likelihood="probit",
                                    inducing_points=Z, learn_inducing_points=learn,
                                    random_state=0).fit(X, y) for learn in (False, True)]
     fixed, learnt = fits

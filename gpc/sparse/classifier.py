@@ -294,7 +294,7 @@ inference_info_
         to fit."""
         self._check_multi_class(("one_vs_rest", "one_vs_one"))
         binary = self._binary()
-        binary._check_params()
+        binary._prepared = binary._check_params()
         return binary
 
     def fit(self, X, y):

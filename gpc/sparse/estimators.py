@@ -239,10 +239,16 @@ class _SparseGP(BaseEstimator):
         return kernel, likelihood
 
     def _fit(self, X, y):
-        self._check_params()[1].check_targets(y)
+        model = self._checked()
+        model[1].check_targets(y)
         if self._method() == "adf":
-            return self._fit_online(X, y)
-        return self._fit_ep(X, y)
+            return self._fit_online(X, y, model)
+        return self._fit_ep(X, y, model)
+
+    def _checked(self):
+        """:meth:`_check_params`'s model: the one the front checked (once), or a
+        fresh one (a clone fitted by a multi-class wrapper)."""
+        return self.__dict__.pop("_prepared", None) or self._check_params()
 
     def _inducing_inputs(self, data):
         """The given inducing inputs, or the k-means++ centres of a random subset of
@@ -276,25 +282,26 @@ class _SparseGP(BaseEstimator):
         checked as the in-memory fit checks its arrays."""
         if self._method() != "ep":
             raise ValueError("Dask arrays are fitted with method='ep' only.")
+        model = self._checked()
         data, n_features, columns = dask_data(
-            X, y, self._dask_encoder, self._check_params()[1], self._name,
-            self.random_state)
+            X, y, self._dask_encoder, model[1], self._name, self.random_state)
         self.n_features_in_ = n_features
         self.__dict__.pop("feature_names_in_", None)
         if columns is not None and all(isinstance(c, str) for c in columns):
             self.feature_names_in_ = np.asarray(columns, dtype=object)
-        return self._fit_ep(data, None)
+        return self._fit_ep(data, None, model)
 
     def _dask_encoder(self, y):
         """The map of a block of Dask targets ``y`` to the model's (float64 here;
         the classifier's maps two classes to -1, +1)."""
         return as_float
 
-    def _fit_ep(self, X, y):
+    def _fit_ep(self, X, y, model):
         """Sparse EP on inducing inputs; hyperparameters by staged L-BFGS-B on its
         evidence (:func:`gpc.sparse.learning.maximize_sparse_evidence`).  ``X`` is an
-        array, or a ``gpc.sparse._chunked.ChunkedData`` (then ``y`` is None)."""
-        kernel, likelihood, priors = self._check_params()
+        array, or a ``gpc.sparse._chunked.ChunkedData`` (then ``y`` is None);
+        ``model``: the checked ``(kernel, likelihood, priors)``."""
+        kernel, likelihood, priors = model
         data = X if isinstance(X, ChunkedData) else ChunkedData.from_arrays(
             X, y, max(self.chunk_size, 2048), self.random_state)
         Z = self._inducing_inputs(data)
@@ -354,10 +361,10 @@ class _SparseGP(BaseEstimator):
                          res.factors)
         return self
 
-    def _fit_online(self, X, y):
+    def _fit_online(self, X, y, model):
         """The online sparse GP; with ``optimizer``, EM whose M-steps are taken
         only where they raise the log evidence (see ``_em_step``)."""
-        kernel, likelihood, _ = self._check_params()
+        kernel, likelihood, _ = model
         check_kernel_psd(kernel, X[:self.max_basis])
         learn = self.optimizer is not None
         learn_kernel = learn and kernel.n_dims > 0
@@ -426,7 +433,7 @@ class _SparseGP(BaseEstimator):
             state = self._state.copy()
             history = self.evidence_history_
         else:
-            kernel, likelihood, _ = self._check_params()
+            kernel, likelihood, _ = self._checked()
             check_kernel_psd(kernel, X[:self.max_basis])
             state = SparseState(self.max_basis, X.shape[1])
             history = []
