@@ -235,8 +235,10 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
         -------
         self : object
         """
-        binary = self._check_params()
         first = getattr(self, "base_estimator_", None) is None
+        # A later call updates the fitted estimator, which checks itself: no
+        # binary estimator is built to be thrown away.
+        binary = self._check_params() if first else None
         with fit_atomically(self):
             X_, y_ = validate_data(self, X, y, multi_output=False, reset=first,
                                    **self._validation_kwargs())
