@@ -26,8 +26,8 @@ from scipy.linalg.cython_lapack cimport spotrs
 
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
                     scale_site_inverse, site_inverse, symv_lower, sync_threads)
-from _lik cimport LIK_PROBIT, LIK_GAUSSIAN
-from _model cimport Model, model_derivs, model_of
+from _lik cimport lik_differentiable
+from _model cimport LIK_PYTHON, Model, model_derivs, model_of, model_raise
 from _signals cimport check_signals
 
 
@@ -419,8 +419,8 @@ cdef const Model* _laplace_model(model) except NULL:
     """The model's struct, if its likelihood is one Laplace handles (its
     parameters were checked when the model was built)."""
     cdef const Model* md = model_of(model)
-    if md.lik < LIK_PROBIT or md.lik > LIK_GAUSSIAN:
-        raise ValueError(f"unknown likelihood code {md.lik}.")
+    if not (md.lik == LIK_PYTHON or lik_differentiable(md.lik)):
+        raise ValueError(f"the likelihood of code {md.lik} has no derivatives.")
     return md
 
 
@@ -512,6 +512,7 @@ def newton_mode(const double[::1, :] K, const double[::1] y, model, double[::1] 
                     options.reuse, &out)
     finally:
         free(work)
+        model_raise(model)
     return (out.status, out.n_iter, bool(out.converged), out.psi, out.logdet,
             out.halvings, out.n_single, out.n_reused)
 
@@ -578,4 +579,5 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
                 fill_site_dK(R, &alpha[0], u, NULL, n)
     finally:
         free(work)
+        model_raise(model)
     return info

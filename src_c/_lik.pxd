@@ -59,6 +59,11 @@ cdef inline int lik_n_params(int lik) noexcept nogil:
     return -1
 
 
+# Whether lik_derivs gives the derivatives of a likelihood code (Laplace's method).
+cdef inline bint lik_differentiable(int lik) noexcept nogil:
+    return lik == LIK_PROBIT or lik == LIK_LOGIT or lik == LIK_GAUSSIAN
+
+
 ctypedef struct Quad:
     int n
     const double* x

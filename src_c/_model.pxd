@@ -3,8 +3,8 @@
 # are fitted.  EP, posterior linearisation, Laplace, ADF and the sparse online GP
 # all take it as one `const Model*`, and ask it for the likelihood's moments and
 # derivatives through model_moments and model_derivs only: the one place where a
-# likelihood's code selects its closed forms (in _lik.pxd), and where a likelihood
-# without compiled closed forms would get its fallback.
+# likelihood's code selects its closed forms (in _lik.pxd), or, for a likelihood
+# without them (LIK_PYTHON), calls back into its Python methods.
 #
 # Python builds it once, as a gpc._model.LikelihoodModel (_model.pyx), which owns
 # the struct and the arrays it points into; an entry point reads the struct with
@@ -20,6 +20,18 @@ from _lik cimport Quad, lik_derivs, lik_gauss_moments
 cdef enum:
     RULE_EP = 0         # sites by moment matching at the cavity (EP)
     RULE_PL = 1         # sites by statistical linear regression at the marginal (PL)
+    LIK_PYTHON = -1     # a likelihood without compiled closed forms (its methods)
+
+
+# The Python path (_model.pyx): the likelihood's gauss_moments and derivatives,
+# called with the GIL for one site.  A call that raises stores the exception in the
+# LikelihoodModel ``owner`` and gives NaN (model_raise re-raises it); so do all
+# later calls, which then skip Python.
+ctypedef void (*PythonMoments)(void* owner, double y, double m, double v, double* logZ,
+                               double* dlogZ, double* d2logZ,
+                               double* dpar) noexcept nogil
+ctypedef int (*PythonDerivs)(void* owner, double y, double f, double* lp, double* d1,
+                             double* d2, double* d3) noexcept nogil
 
 
 cdef struct Model:
@@ -28,6 +40,9 @@ cdef struct Model:
     Quad quad           # its Gauss-Hermite rule (logit moments; n = 0 without one)
     int rule            # RULE_EP or RULE_PL (the Gaussian-site loop only)
     Quad evq            # PL: the Gauss-Hermite rule of the evidence correction
+    void* owner         # LIK_PYTHON: the LikelihoodModel (borrowed; it owns the struct)
+    PythonMoments py_moments
+    PythonDerivs py_derivs
 
 
 cdef inline const Model* model_of(object model) except NULL:
@@ -39,15 +54,29 @@ cdef inline const Model* model_of(object model) except NULL:
     return <const Model*> PyCapsule_GetPointer(cap, b"gpc._model.Model")
 
 
+cdef inline int model_raise(object model) except -1:
+    """Raise the exception a Python likelihood raised during the last loop, if any
+    (every entry point calls it once its loop is done)."""
+    model.raise_pending()
+    return 0
+
+
 cdef inline void model_moments(const Model* md, double y, double m, double v,
                                double* logZ, double* dlogZ, double* d2logZ,
                                double* dpar) noexcept nogil:
     """log Z = log int p(y|f) N(f; m, v) df, its first two derivatives in m and its
-    derivative in par[0] (``lik_gauss_moments``)."""
+    derivative in par[0] (``lik_gauss_moments``, or the likelihood's Python
+    ``gauss_moments``)."""
+    if md.lik == LIK_PYTHON:
+        md.py_moments(md.owner, y, m, v, logZ, dlogZ, d2logZ, dpar)
+        return
     lik_gauss_moments(md.lik, y, m, v, md.par, &md.quad, logZ, dlogZ, d2logZ, dpar)
 
 
 cdef inline int model_derivs(const Model* md, double y, double f, double* lp,
                              double* d1, double* d2, double* d3) noexcept nogil:
-    """log p(y|f) and its first three derivatives in f (``lik_derivs``)."""
+    """log p(y|f) and its first three derivatives in f (``lik_derivs``, or the
+    likelihood's Python ``derivatives``); non-zero where they are not available."""
+    if md.lik == LIK_PYTHON:
+        return md.py_derivs(md.owner, y, f, lp, d1, d2, d3)
     return lik_derivs(md.lik, y, f, md.par, lp, d1, d2, d3)

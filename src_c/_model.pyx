@@ -6,11 +6,15 @@ from cpython.pycapsule cimport PyCapsule_New
 
 import numpy as np
 
+from libc.math cimport NAN
+
 from _lik cimport Quad, lik_n_params
-from _model cimport Model, RULE_EP, RULE_PL
+from _model cimport LIK_PYTHON, Model, RULE_EP, RULE_PL
 
 RULE_EXPECTATION_PROPAGATION = RULE_EP
 RULE_POSTERIOR_LINEARISATION = RULE_PL
+#: The code of a likelihood without compiled closed forms (the Python path).
+PYTHON = LIK_PYTHON
 
 
 # The default of PL's evidence rule: none (shared, read-only).
@@ -43,6 +47,24 @@ cdef int _quad(Quad* q, object x, object logw) except -1:
     return 0
 
 
+cdef void _python_moments(void* owner, double y, double m, double v, double* logZ,
+                          double* dlogZ, double* d2logZ, double* dpar) noexcept nogil:
+    cdef double out[4]
+    with gil:
+        (<LikelihoodModel> owner)._call(0, y, m, v, out)
+    logZ[0], dlogZ[0], d2logZ[0], dpar[0] = out[0], out[1], out[2], out[3]
+
+
+cdef int _python_derivs(void* owner, double y, double f, double* lp, double* d1,
+                        double* d2, double* d3) noexcept nogil:
+    cdef double out[4]
+    cdef int status
+    with gil:
+        status = (<LikelihoodModel> owner)._call(1, y, f, 0.0, out)
+    lp[0], d1[0], d2[0], d3[0] = out[0], out[1], out[2], out[3]
+    return status
+
+
 cdef class LikelihoodModel:
     """The model a compiled loop fits, built once in Python and passed to every
     entry point that evaluates a likelihood (EP, posterior linearisation,
@@ -56,17 +78,29 @@ cdef class LikelihoodModel:
     ``evq_logw`` (empty by default).  The arrays are held as given when they are
     contiguous float64 (else converted): they must not change while the model is
     used.  The C struct (``Model``) points into them; the loops read it through
-    ``_capsule``."""
+    ``_capsule``.
+
+    A likelihood without compiled closed forms has ``code == PYTHON``: then
+    ``likelihood`` is the object, and the loops call its ``gauss_moments`` and
+    ``derivatives`` for one site at a time (with the GIL).  An exception raised
+    there is kept, the loop goes on with NaN in its place (and without calling
+    Python again), and :meth:`raise_pending`, which every entry point calls once
+    its loop is done, raises it."""
 
     cdef Model md
     cdef readonly int code, rule
     cdef readonly object par, quad_x, quad_logw, evq_x, evq_logw, _capsule
+    cdef readonly object likelihood
+    cdef object _moments, _derivs, _error
 
     def __init__(self, int code, par, quad_x, quad_logw, int rule=RULE_EP,
-                 evq_x=None, evq_logw=None):
-        cdef int n_par = lik_n_params(code), n_given
+                 evq_x=None, evq_logw=None, likelihood=None):
+        cdef int n_par = 0 if code == LIK_PYTHON else lik_n_params(code), n_given
         if n_par < 0:
             raise ValueError(f"unknown likelihood code {code}")
+        if (code == LIK_PYTHON) != (likelihood is not None):
+            raise ValueError("a likelihood object goes with code PYTHON, and only "
+                             "with it")
         if rule != RULE_EP and rule != RULE_PL:
             raise ValueError(f"unknown site rule {rule}.")
         self.par = np.ascontiguousarray(par, dtype=np.float64)
@@ -85,7 +119,38 @@ cdef class LikelihoodModel:
         self.rule = rule
         self.md.lik = code
         self.md.rule = rule
+        self.likelihood = likelihood
+        if likelihood is not None:
+            self._moments = likelihood.gauss_moments
+            self._derivs = likelihood.derivatives
+            self.md.owner = <void*> self
+            self.md.py_moments = _python_moments
+            self.md.py_derivs = _python_derivs
         self._capsule = PyCapsule_New(&self.md, b"gpc._model.Model", NULL)
+
+    cdef int _call(self, int which, double y, double a, double b,
+                   double* out) noexcept:
+        """out = gauss_moments(y, a, b) (which 0) or derivatives(y, a) (1) of the
+        likelihood; 0, or -1 with NaN after an exception (kept for raise_pending)."""
+        cdef int k
+        if self._error is None:
+            try:
+                res = self._moments(y, a, b) if which == 0 else self._derivs(y, a)
+                for k in range(4):
+                    out[k] = res[k]
+                return 0
+            except BaseException as exc:   # KeyboardInterrupt included
+                self._error = exc
+        for k in range(4):
+            out[k] = NAN
+        return -1
+
+    def raise_pending(self):
+        """Raise (once) the exception that the likelihood's Python methods raised
+        during a loop, if any."""
+        exc, self._error = self._error, None
+        if exc is not None:
+            raise exc
 
     def __repr__(self):
         return (f"LikelihoodModel(code={self.code}, n_par={self.par.shape[0]}, "
@@ -98,4 +163,5 @@ def likelihood_model(likelihood, int rule=RULE_EP, evidence_rule=None):
     evidence rule ``(x, logw)`` (or None)."""
     evq_x, evq_logw = (None, None) if evidence_rule is None else evidence_rule
     return LikelihoodModel(likelihood.code, likelihood.params, likelihood.quad_x,
-                           likelihood.quad_logw, rule, evq_x, evq_logw)
+                           likelihood.quad_logw, rule, evq_x, evq_logw,
+                           likelihood if likelihood.code == LIK_PYTHON else None)

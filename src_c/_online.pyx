@@ -41,7 +41,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymm, dsyr, dsyrk, dtrsm
-from _model cimport Model, model_moments, model_of
+from _model cimport Model, model_moments, model_of, model_raise
 from _signals cimport check_signals
 
 
@@ -335,6 +335,7 @@ def adf_sweep(const double[::1, :] K, const double[::1] y, model, double[::1] al
             st = _sweep(&sw, start, m, &w)
     finally:
         _work_free(&w)
+        model_raise(model)
     return st, sw.n_done, sw.t_active, sw.sum_logz, sw.sum_dpar
 
 

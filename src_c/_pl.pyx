@@ -7,7 +7,7 @@ from libc.math cimport NAN
 import numpy as np
 
 from _lik cimport LIK_GAUSSIAN
-from _model cimport Model, model_of
+from _model cimport Model, model_of, model_raise
 from _site_rules cimport _pl_correction, _pl_label_ok, _slr
 
 
@@ -52,6 +52,7 @@ def pl_correction_gradients(model, const double[::1] y, const double[::1] mu,
             ef[i] = sums[2]
             ef2[i] = sums[3]
             dpar += sums[4]
+    model_raise(model)
     return g_mu, g_P, e_f, e_f2, dpar, corr
 
 
@@ -73,4 +74,5 @@ def pl_sites(model, const double[::1] y, const double[::1] mu, const double[::1]
             if not _slr(md, y[i], var[i], mu[i], &tv[i], &nv[i], &dy, &dn, &x):
                 tv[i] = NAN
                 nv[i] = NAN
+    model_raise(model)
     return tau, nu

@@ -45,7 +45,7 @@ from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
                    symv_lower, syr_lower, syrk_lower, sync_threads,
                    tri_inverse_lower, trmm_lower, trmv_lower)
 from _lik cimport LIK_GAUSSIAN
-from _model cimport Model, RULE_EP, RULE_PL, model_of
+from _model cimport Model, RULE_EP, RULE_PL, model_of, model_raise
 from _site_rules cimport _log_evidence, _site_update
 from _signals cimport SIGNAL_BLOCK, check_signals
 
@@ -1637,6 +1637,7 @@ def run(const double[::1, :] K, const double[::1] y, model, double[::1] tau,
         Q = _negative_correction(&r)
     finally:
         _run_free(&r)
+        model_raise(model)
     return SiteRun(status=r.status, n_sweeps=r.sweep, converged=bool(r.converged),
                    log_evidence=r.logz, dlik0=r.dlik0, damping=r.damping,
                    n_skipped=r.n_skip, n_clipped=r.n_clip,

@@ -46,7 +46,7 @@ from libc.stdlib cimport malloc, free
 from libc.math cimport sqrt
 from scipy.linalg.cython_blas cimport daxpy, dtrsv
 from _blas cimport VEC, dot_here, symv_panels
-from _model cimport Model, model_moments, model_of
+from _model cimport Model, model_moments, model_of, model_raise
 from _signals cimport SIGNAL_BLOCK, check_signals
 
 
@@ -504,6 +504,7 @@ def online_chunk(const double[::1, :] Kbx, const double[::1, :] Kxx,
             st = _online(&o)
     finally:
         free(o.work)
+        model_raise(model)
     basis.d = o.d
     return (st, o.n_done, o.d, o.counts[0], o.counts[1], o.counts[2],
             o.counts[3])
@@ -678,4 +679,5 @@ def ep_chunk(const double[::1, :] Kbx, const double[::1] kdiag, const double[::1
             st = _ep(&c)
     finally:
         free(c.work)
+        model_raise(model)
     return st, c.counts[0], c.counts[1], c.change

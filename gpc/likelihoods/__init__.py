@@ -34,7 +34,10 @@ online GP example) are the non-Gaussian ones.  Every likelihood offers
 
 The numerical work happens in the typed Cython kernels of ``src_c/_lik.pxd``
 (also used by the inference loops); the classes only validate, broadcast and
-call them.  All results are stable far into the tails: ``|m| / sqrt(1 + v)`` or
+call them.  A likelihood written in Python subclasses :class:`Likelihood` and
+defines ``log_lik`` only: its derivatives then come from finite differences and
+its Gaussian integrals from quadrature, and every method of one latent value
+uses it (``CONTRIBUTING.md``, "Adding a likelihood").  All results are stable far into the tails: ``|m| / sqrt(1 + v)`` or
 ``|f|`` of 1e3 and beyond give finite values wherever the true value is finite.
 
 Examples
@@ -47,7 +50,7 @@ Examples
 """
 
 from ._base import (LIK_GAUSSIAN, LIK_LAPLACE, LIK_LOGIT, LIK_NOISY_THRESHOLD,
-                    LIK_ONE_SIDED, LIK_PROBIT, LIK_STEP, Likelihood,
+                    LIK_ONE_SIDED, LIK_PROBIT, LIK_PYTHON, LIK_STEP, Likelihood,
                     NotDifferentiableError, get_likelihood)
 # The modules register their classes as they are imported, in this order: the order
 # in which get_likelihood lists the names.
@@ -76,4 +79,5 @@ __all__ = [
     "LIK_GAUSSIAN",
     "LIK_LAPLACE",
     "LIK_ONE_SIDED",
+    "LIK_PYTHON",
 ]

@@ -17,10 +17,14 @@ import numbers
 
 import numpy as np
 
-from .. import _moments
+from .. import _model, _moments
+from . import _numerical
 
 
-#: Likelihood codes understood by the Cython kernels (``src_c/_lik.pxd``).
+#: Likelihood codes understood by the Cython kernels (``src_c/_lik.pxd``);
+#: ``LIK_PYTHON`` marks a likelihood without compiled closed forms, whose
+#: methods the loops call instead.
+LIK_PYTHON = int(_model.PYTHON)
 LIK_PROBIT = int(_moments.LIK_PROBIT)
 LIK_LOGIT = int(_moments.LIK_LOGIT)
 LIK_NOISY_THRESHOLD = int(_moments.LIK_NOISY_THRESHOLD)
@@ -42,12 +46,29 @@ class NotDifferentiableError(ValueError, NotImplementedError):
     """
 
 
+def _python_only(method):
+    """A NotImplementedError for a method that a likelihood written in Python
+    must define."""
+    return NotImplementedError(
+        f"a likelihood without compiled closed forms defines {method}: give the "
+        "class a vectorised log_lik(y, f) (see CONTRIBUTING.md, 'Adding a "
+        "likelihood')")
+
+
 def _labels(y):
     y = np.asarray(y, dtype=np.float64)
     if not np.all((y == 1.0) | (y == -1.0)):
         bad = np.unique(y[~((y == 1.0) | (y == -1.0))])[:5]
         raise ValueError(f"labels y must be -1 or +1; got {bad.tolist()}")
     return y
+
+
+def _real_targets(y):
+    """Elementwise regression targets: any real numbers (NaN propagates)."""
+    y = np.asarray(y)
+    if y.dtype.kind not in "fiub":
+        raise ValueError(f"targets y must be real numbers, got dtype {y.dtype}")
+    return y.astype(np.float64, copy=False)
 
 
 # The largest regression target accepted: the evidence sums squares of targets
@@ -77,8 +98,15 @@ def _shaped(out, shape):
 class Likelihood:
     """Base class of the likelihoods p(y | f): binary, y in {-1, +1}, or regression.
 
-    Subclasses only fix the kernel code and the parameters; the computations are
-    shared.  Objects carry no fitted state: they are cheap to copy, picklable, and
+    The built-in subclasses fix a ``LIK_*`` code, whose compiled closed forms do
+    the computations.  A likelihood written in Python subclasses this class,
+    keeps ``code = LIK_PYTHON`` and defines :meth:`log_lik` only (vectorised, with
+    broadcasting); :meth:`derivatives` then come from finite differences and
+    :meth:`gauss_moments` and :meth:`predict` from quadrature, and every method
+    that handles a likelihood of one latent value (Laplace, EP, PL, ADF, sparse
+    EP) calls them.  It may override :meth:`derivatives` or
+    :meth:`gauss_moments` with exact ones (same signature and return values);
+    see "Adding a likelihood" in ``CONTRIBUTING.md``.  Objects carry no fitted state: they are cheap to copy, picklable, and
     follow scikit-learn's parameter conventions (``get_params`` / ``set_params``;
     constructor arguments are stored untouched), so they can be estimator
     parameters and pass through :func:`sklearn.base.clone`.
@@ -86,11 +114,14 @@ class Likelihood:
     Attributes
     ----------
     code : int
-        The ``LIK_*`` code passed to the Cython kernels.
+        The ``LIK_*`` code passed to the Cython kernels (``LIK_PYTHON`` for a
+        likelihood written in Python).
     name : str
         Short name, as accepted by :func:`~gpc.get_likelihood`.
     has_derivatives : bool
         Whether :meth:`derivatives` is available (needed by Laplace's method).
+        True by default: set it to False for a log density that is not smooth
+        in f.
     is_classification : bool
         True for the binary likelihoods (labels in {-1, +1}), False for the
         regression likelihoods :class:`Gaussian`, :class:`Laplace` and
@@ -110,9 +141,9 @@ class Likelihood:
         Names of the entries of :attr:`params`.
     """
 
-    code = -1
+    code = LIK_PYTHON
     name = "likelihood"
-    has_derivatives = False
+    has_derivatives = True
     is_classification = True
     has_em_statistic = False
     log_concave = True
@@ -208,8 +239,9 @@ class Likelihood:
 
     # --- targets -------------------------------------------------------------
     def _targets(self, y):
-        """Elementwise targets of the computations (any shape): labels +-1 here."""
-        return _labels(y)
+        """Elementwise targets of the computations (any shape): labels +-1, or
+        real numbers for a regression likelihood."""
+        return _labels(y) if self.is_classification else _real_targets(y)
 
     def check_targets(self, y, n=None):
         """Validate training targets and return them as a contiguous float64 array.
@@ -294,6 +326,8 @@ class Likelihood:
         ndarray or float
             ``log p(y | f)`` in the broadcast shape.
         """
+        if self.code == LIK_PYTHON:
+            raise _python_only("log_lik")
         self._validate()
         shape, (y, f) = _flat(self._targets(y), f)
         return _shaped(_moments.log_lik(self.code, y, f, self.params), shape)
@@ -328,7 +362,10 @@ class Likelihood:
                 "method needs a differentiable likelihood ('probit' or 'logit'); use "
                 "EP or ADF with this one")
         shape, (y, f) = _flat(self._targets(y), f)
-        out = _moments.loglik_derivs(self.code, y, f, self.params)
+        if self.code == LIK_PYTHON:
+            out = _numerical.derivatives(self, y, f)
+        else:
+            out = _moments.loglik_derivs(self.code, y, f, self.params)
         return tuple(_shaped(a, shape) for a in out)
 
     def gauss_moments(self, y, m, v):
@@ -349,8 +386,11 @@ class Likelihood:
         """
         self._validate()
         shape, (y, m, v) = _flat(self._targets(y), m, _variances(v))
-        out = _moments.gauss_moments(self.code, y, m, v, self.params,
-                                     self.quad_x, self.quad_logw)
+        if self.code == LIK_PYTHON:
+            out = _numerical.gauss_moments(self, y, m, v)
+        else:
+            out = _moments.gauss_moments(self.code, y, m, v, self.params,
+                                         self.quad_x, self.quad_logw)
         return tuple(_shaped(a, shape) for a in out)
 
     def predict(self, m, v):
@@ -367,6 +407,11 @@ class Likelihood:
             Probabilities in the broadcast shape of ``m`` and ``v``.
         """
         self._validate()
+        if self.code == LIK_PYTHON:
+            if not self.is_classification:
+                raise ValueError(f"the {self.name!r} likelihood is a regression "
+                                 "likelihood: p(y = +1) is not defined.")
+            return np.exp(self.gauss_moments(1.0, m, v)[0])
         shape, (m, v) = _flat(m, _variances(v))
         out = _moments.predict(self.code, m, v, self.params, self.quad_x, self.quad_logw)
         return _shaped(out, shape)

@@ -7,14 +7,6 @@ import numpy as np
 from ._base import LIK_GAUSSIAN, LIK_LAPLACE, LIK_ONE_SIDED, _register, _ScalarParameter
 
 
-def _real_targets(y):
-    """Elementwise regression targets: any real numbers (NaN propagates)."""
-    y = np.asarray(y)
-    if y.dtype.kind not in "fiub":
-        raise ValueError(f"targets y must be real numbers, got dtype {y.dtype}")
-    return y.astype(np.float64, copy=False)
-
-
 class _RegressionParameter(_ScalarParameter):
     """Shared part of the regression likelihoods: one positive parameter, real
     targets, an EM statistic, no class probability."""
@@ -28,10 +20,6 @@ class _RegressionParameter(_ScalarParameter):
     @staticmethod
     def _admissible(value):
         return 0.0 < value < np.inf
-
-    def _targets(self, y):
-        """Elementwise targets: any real numbers (NaN propagates)."""
-        return _real_targets(y)
 
     def predict(self, m, v):
         """Not available: this is a regression likelihood.
