@@ -472,6 +472,30 @@ class Likelihood:
         out = _moments.em_statistic(self.code, y, m, v, self.params)
         return _shaped(out, shape)
 
+    def noise_moments(self):
+        """Mean and variance of the noise ``y - f`` (regression likelihoods).
+
+        Returns
+        -------
+        mean, variance : float
+            What a regressor adds to the latent mean and variance to predict a
+            target.
+
+        Raises
+        ------
+        NotImplementedError
+            For the classification likelihoods, and for a regression likelihood
+            that does not define it.
+
+        Examples
+        --------
+        >>> from gpc.likelihoods import OneSidedExponential
+        >>> OneSidedExponential(rate=2.0).noise_moments()
+        (0.5, 0.25)
+        """
+        raise NotImplementedError(f"the {self.name!r} likelihood gives no noise "
+                                  "moments (mean and variance of y - f)")
+
     def _em_parameter(self, mean_stat):
         """The M-step parameter value from the mean of :meth:`em_statistic`."""
         raise NotImplementedError

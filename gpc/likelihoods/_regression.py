@@ -96,6 +96,10 @@ class Gaussian(_RegressionParameter):
     def _em_parameter(self, mean_stat):
         return mean_stat
 
+    def noise_moments(self):
+        """Mean and variance of the noise ``y - f``: ``(0, noise_variance)``."""
+        return 0.0, float(self.noise_variance)
+
 
 class _RateLikelihood(_RegressionParameter):
     """Shared part of the exponential-noise regression likelihoods: the rate
@@ -177,6 +181,10 @@ class Laplace(_RateLikelihood):
     code = LIK_LAPLACE
     name = "laplace"
 
+    def noise_moments(self):
+        """Mean and variance of the noise ``y - f``: ``(0, 2 / rate^2)``."""
+        return 0.0, 2.0 / self.rate ** 2
+
 
 class OneSidedExponential(_RateLikelihood):
     """One-sided exponential regression likelihood:
@@ -238,6 +246,10 @@ class OneSidedExponential(_RateLikelihood):
 
     code = LIK_ONE_SIDED
     name = "one_sided_exponential"
+
+    def noise_moments(self):
+        """Mean and variance of the noise ``y - f``: ``(1 / rate, 1 / rate^2)``."""
+        return 1.0 / self.rate, 1.0 / self.rate ** 2
 
 
 _register(Gaussian, Laplace, OneSidedExponential)

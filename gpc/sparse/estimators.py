@@ -23,7 +23,7 @@ from ..optimize import maximize_evidence, median_distance
 from ._chunked import ChunkedData
 from ._dask import as_float, dask_data, is_dask
 from .learning import SparseEvidence, maximize_sparse_evidence
-from .online import (SparseState, _noise_moments, _refresh_factor, _store_full,
+from .online import (SparseState, _refresh_factor, _store_full,
                      bv_prior_em, ep_sweeps, online_pass)
 
 
@@ -576,7 +576,7 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
         std : ndarray of shape (n_samples,), if return_std
         """
         mean, var = self.latent_mean_and_variance(X)
-        noise_mean, noise_var = _noise_moments(self.likelihood_)
+        noise_mean, noise_var = self.likelihood_.noise_moments()
         if return_std:
             return mean + noise_mean, np.sqrt(var + noise_var)
         return mean + noise_mean

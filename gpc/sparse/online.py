@@ -379,15 +379,3 @@ def bv_prior_em(K_bv, S):
     KS = Kinv @ S
     value = -np.sum(np.log(np.diag(L))) - 0.5 * np.trace(KS)
     return value, 0.5 * (KS @ Kinv - Kinv)
-
-
-def _noise_moments(likelihood):
-    """Mean and variance of y - f under a regression likelihood."""
-    name, p = likelihood.name, float(likelihood.params[0])
-    if name == "gaussian":
-        return 0.0, p
-    if name == "laplace":
-        return 0.0, 2.0 / p ** 2
-    if name == "one_sided_exponential":
-        return 1.0 / p, 1.0 / p ** 2
-    raise ValueError(f"no noise moments for the likelihood {name!r}")
