@@ -16,7 +16,7 @@ from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
 from .inference import checked_kernel_matrix
 from .evidence import MultinomialEvidence, data_fingerprint
 from .kernels import as_kernel, cross_covariance_chunks
-from .likelihoods import Softmax, get_likelihood
+from .likelihoods import Logit, Softmax, get_likelihood
 from .optimize import learning_starts, maximize_evidence, median_distance
 
 
@@ -39,7 +39,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                                  f"class (at least 2), got {len(kernel)}.")
             kernels = [clone(as_kernel(k)) for k in kernel]
         likelihood = get_likelihood(self.likelihood)
-        if likelihood.name not in ("logit", "softmax"):
+        if not isinstance(likelihood, (Logit, Softmax)):
             raise ValueError("multi_class='multinomial' is the softmax model, whose "
                              f"two-class form is the logit: likelihood={likelihood.name!r}"
                              " is not available for it (use 'logit').")
@@ -50,7 +50,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
         """The model's Softmax for ``n_classes`` classes, with the rule
         (``n_points``) of a Softmax given as ``likelihood``; ValueError when
         that one was given another number of classes."""
-        if likelihood.name != "softmax":
+        if not isinstance(likelihood, Softmax):
             return Softmax(n_classes=n_classes)
         if likelihood.n_classes not in (None, n_classes):
             raise ValueError(f"likelihood is Softmax(n_classes={likelihood.n_classes}),"

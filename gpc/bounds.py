@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .inference.variational import upper_bound
+from .likelihoods import Logit
 
 
 class UpperBound:
@@ -64,7 +65,7 @@ class UpperBound:
         if len(classifier.classes_) != 2:
             raise ValueError("the upper bound is for binary problems only.")
         binary = classifier.base_estimator_
-        if binary.likelihood_.name != "logit":
+        if not isinstance(binary.likelihood_, Logit):
             raise ValueError("the upper bound (Jaakkola-Jordan) is for the logit "
                              f"likelihood, not {binary.likelihood_.name!r}.")
         K = np.asarray(binary.kernel_(binary.X_train_), dtype=np.float64)

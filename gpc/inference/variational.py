@@ -43,6 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .. import _lbfgsb, _linalg, _vb
 from .._moments import mills
 from .._validation import check_integer, check_real
+from ..likelihoods import Logit, Probit
 from ..posterior import ExplicitPosterior, SitePosterior
 from ._base import InferenceResult, NumericalError, register, with_jitter
 
@@ -56,7 +57,9 @@ def jj_lambda(nu):
 
 
 def _check_likelihood(likelihood):
-    if likelihood.name not in ("logit", "probit"):
+    # The bounds are those of these densities: by class, so that another
+    # likelihood under one of their names does not get them.
+    if not isinstance(likelihood, (Logit, Probit)):
         raise ValueError(
             f"method='vb' bounds the logistic likelihood (Jaakkola-Jordan) and the "
             f"probit (curvature bound); got {likelihood.name!r}.")
@@ -113,7 +116,7 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
     _check_likelihood(likelihood)
     check_real(tol, "tol", 0.0, low_open=True)
     check_integer(max_iter, "max_iter", 1)
-    if likelihood.name == "probit":
+    if isinstance(likelihood, Probit):
         return _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter)
     n = K.shape[0]
     nu0 = np.ones(n)
