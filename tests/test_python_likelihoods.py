@@ -216,3 +216,47 @@ def test_a_likelihood_without_log_lik_says_what_is_missing():
 def test_a_regression_python_likelihood_has_no_class_probability():
     with pytest.raises(ValueError, match="regression likelihood"):
         PythonGaussian().predict(0.0, 1.0)
+
+
+class PythonNoisyProbit(Likelihood):
+    """eps + (1 - 2 eps) Phi(y f), with the label-flip probability as a
+    parameter."""
+
+    name = "python_noisy_probit"
+    param_names = ("eps",)
+
+    def __init__(self, eps=0.1):
+        self.eps = eps
+
+    @property
+    def params(self):
+        return np.array([float(self.eps)])
+
+    @property
+    def param_bounds(self):
+        return np.array([[1e-4, 0.4]])
+
+    def _validate(self):
+        if not 1e-4 <= self.eps <= 0.4:
+            raise ValueError(f"eps must lie in [1e-4, 0.4], got {self.eps!r}")
+
+    def log_lik(self, y, f):
+        return np.logaddexp(np.log(self.eps),
+                            np.log1p(-2 * self.eps) + log_ndtr(np.asarray(y) * f))
+
+
+@pytest.mark.parametrize("method", ["ep", "pl"])
+def test_the_parameter_derivative_equals_finite_differences(data, method):
+    """d log Z / d eps of a Python likelihood (its quadrature for EP; for PL also
+    through the sites' dependence on it) against central differences."""
+    X, y = data
+    X, y = X[:40], y[:40]
+    K = np.asfortranarray(KERNEL(X))
+
+    def evidence(eps):
+        return gpc.infer(K, y, likelihood=PythonNoisyProbit(eps), method=method,
+                         tol=1e-10)
+
+    h = 1e-5
+    fd = (evidence(0.1 + h).log_evidence - evidence(0.1 - h).log_evidence) / (2 * h)
+    assert evidence(0.1).dlik[0] == pytest.approx(fd, rel=1e-5, abs=1e-6)

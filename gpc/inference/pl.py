@@ -8,7 +8,7 @@ from scipy.sparse.linalg import LinearOperator, gmres
 
 from .. import _model, _moments, _pl, _site_loop
 from .._blocks import matmul
-from ..likelihoods import LIK_GAUSSIAN
+from ..likelihoods import LIK_GAUSSIAN, LIK_PYTHON
 from ._base import NumericalError, register
 from .sites import fit_sites
 
@@ -129,6 +129,15 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
                      workspace=workspace)
 
 
+def _admissible(likelihood, params):
+    """Whether the likelihood takes these parameters (within its bounds)."""
+    try:
+        likelihood.with_params(params)
+    except ValueError:
+        return False
+    return True
+
+
 def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var):
     """The evidence's total derivative with respect to K through the PL fixed point
     (see :func:`pl`), as the matrix added to ``(alpha alpha' - R) / 2``, and
@@ -161,6 +170,21 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     tau = S * S                           # the sites; nu = (K^{-1} + T) mu below
     g_mu, g_P, e_f, e_f2, dpar, _ = _pl.pl_correction_gradients(
         model, y, mu, var, tau, b + tau * mu)
+    if len(par):
+        # Central differences inside the parameter's range, one-sided at its ends
+        # (the noisy threshold's eps = 0.5).
+        hp = 1e-6 * max(abs(par[0]), 1e-3)
+        up = par + hp if _admissible(likelihood, par + hp) else par
+        down = par - hp if _admissible(likelihood, par - hp) else par
+        step = up[0] - down[0]
+    if len(par) and likelihood.code == LIK_PYTHON:
+        # The rule's sums carry no d/dpar (the compiled likelihoods with a
+        # parameter have closed forms): the corrections' difference, sites fixed.
+        def corrections(p):
+            return _pl.pl_correction_gradients(_model.likelihood_model(
+                likelihood.with_params(p), _model.RULE_POSTERIOR_LINEARISATION,
+                evidence_rule), y, mu, var, tau, b + tau * mu)[5]
+        dpar = float(np.sum(corrections(up) - corrections(down))) / step
     U = matmul(K, R)                                     # K R
     Sigma = K - matmul(U, K)                             # K - K R K
     Sigma2 = Sigma * Sigma
@@ -168,8 +192,9 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     # F': the sites' derivatives with respect to the marginal mean and variance
     # (and the likelihood parameter).
     def sites(m, v, p=None):
-        return _pl.pl_sites(model if p is None else _model.LikelihoodModel(
-            model.code, p, model.quad_x, model.quad_logw), y, m, v)
+        return _pl.pl_sites(model if p is None else _model.likelihood_model(
+            likelihood.with_params(p), _model.RULE_POSTERIOR_LINEARISATION,
+            evidence_rule), y, m, v)
 
     hm = 1e-5 * np.sqrt(var)
     hv = 1e-5 * var
@@ -206,15 +231,9 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
                              f"(GMRES info {info}).", "pl")
     lt, ln = lam[:n], lam[n:]
     if len(par):
-        # dE/dpar = dq/dpar + lambda' dF/dpar (the sites move with the parameter);
-        # central differences inside the parameter's range, one-sided at its ends
-        # (the noisy threshold's eps = 0.5).
-        hp = 1e-6 * max(abs(par[0]), 1e-3)
-        up = par + hp if likelihood._admissible(par[0] + hp) else par
-        down = par - hp if likelihood._admissible(par[0] - hp) else par
+        # dE/dpar = dq/dpar + lambda' dF/dpar (the sites move with the parameter).
         tp, np_ = sites(mu, var, up)
         tm, nm = sites(mu, var, down)
-        step = up[0] - down[0]
         dpar += lt @ ((tp - tm) / step) + ln @ ((np_ - nm) / step)
     w_mu = g_mu + t_mu * lt + n_mu * ln
     w_P = g_P + t_P * lt + n_P * ln
