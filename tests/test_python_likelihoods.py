@@ -260,3 +260,17 @@ def test_the_parameter_derivative_equals_finite_differences(data, method):
     h = 1e-5
     fd = (evidence(0.1 + h).log_evidence - evidence(0.1 - h).log_evidence) / (2 * h)
     assert evidence(0.1).dlik[0] == pytest.approx(fd, rel=1e-5, abs=1e-6)
+
+
+def test_python_probit_equals_the_compiled_one_in_the_sparse_online_gp(data):
+    X, y = data
+
+    def fit(likelihood):
+        return gpc.SparseGPClassifier(C(2.0, "fixed") * RBF(3.0, "fixed"),
+                                      likelihood=likelihood, method="adf",
+                                      max_basis=30, random_state=0).fit(X, y)
+
+    ref, res = fit("probit"), fit(PythonProbit())
+    assert abs(res.log_marginal_likelihood_value_
+               - ref.log_marginal_likelihood_value_) <= 1e-7
+    np.testing.assert_allclose(res.predict_proba(X), ref.predict_proba(X), atol=1e-9)
