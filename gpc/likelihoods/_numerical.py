@@ -177,15 +177,19 @@ def _by_derivatives(likelihood, y, f, w):
 
 def _half_widths(likelihood, y, m, v, c, s):
     """Per entry, the grid's half-width: doubled from _T while the weights at
-    the ends of the coarse grid exceed _TAIL (exponential tails)."""
+    the ends of the coarse grid exceed _TAIL (exponential tails); and log Z and
+    the tilted moments on that coarse grid (rows of a (3, n) array)."""
     half = np.full(y.shape[0], _T)
+    coarse = np.empty((3, y.shape[0]))
     todo = np.arange(y.shape[0])
     while todo.size:
-        tail = _tilted(likelihood, y[todo], m[todo], v[todo], c[todo], s[todo], _H0,
-                       half[todo[0]])[5]
-        todo = todo[(tail > _TAIL) & (half[todo] < _T_MAX)]
+        res = _tilted(likelihood, y[todo], m[todo], v[todo], c[todo], s[todo], _H0,
+                      half[todo[0]])
+        wide = (res[5] > _TAIL) & (half[todo] < _T_MAX)
+        coarse[:, todo[~wide]] = [a[~wide] for a in res[:3]]
+        todo = todo[wide]
         half[todo] *= 2.0
-    return half
+    return half, coarse
 
 
 def _store(likelihood, out, rows, y, m, v, res):
@@ -201,11 +205,11 @@ def _store(likelihood, out, rows, y, m, v, res):
     out[3, rows] = _param_derivative(likelihood, y, f, w)
 
 
-def _refine(likelihood, out, rows, y, m, v, c, s, half):
-    """Halve the step until each entry's log Z and tilted moments settle (step 2
-    of the module's notes), storing each entry once it has."""
+def _refine(likelihood, out, rows, y, m, v, c, s, half, prev):
+    """Halve the step from _H0, where log Z and the tilted moments are ``prev``,
+    until each entry's settle (step 2 of the module's notes), storing each entry
+    once they have."""
     h = _H0
-    prev = _tilted(likelihood, y, m, v, c, s, h, half)
     act = np.arange(y.shape[0])
     while act.size:
         h *= 0.5
@@ -216,7 +220,7 @@ def _refine(likelihood, out, rows, y, m, v, c, s, half):
         done |= ~np.isfinite(cur[0]) | (h <= _H_MIN)
         k = act[done]
         _store(likelihood, out, rows[k], y[k], m[k], v[k], [a[done] for a in cur])
-        prev = [a[~done] for a in cur]
+        prev = [a[~done] for a in cur[:3]]
         act = act[~done]
 
 
@@ -235,8 +239,9 @@ def gauss_moments(likelihood, y, m, v):
         return out
     y, m, v = y[rows], m[rows], v[rows]
     c, s = _locate(likelihood, y, m, v)
-    half = _half_widths(likelihood, y, m, v, c, s)
+    half, coarse = _half_widths(likelihood, y, m, v, c, s)
     for width in np.unique(half):
         k = half == width
-        _refine(likelihood, out, rows[k], y[k], m[k], v[k], c[k], s[k], width)
+        _refine(likelihood, out, rows[k], y[k], m[k], v[k], c[k], s[k], width,
+                coarse[:, k])
     return out
