@@ -150,9 +150,12 @@ class InferenceMethod:
         result does not allow it).  The estimators use it for the evidence
         gradient at the fitted hyperparameters.
     multinomial : bool
-        Whether it is a method of the multinomial (softmax) model: ``K`` is then
-        a sequence of C matrices, ``y`` integer labels, the state arrays of
-        shape (C, n) and ``dK`` of shape (C, n, n).
+        Whether it is a method of the multinomial model: ``K`` is then a
+        sequence of C matrices, ``y`` integer labels, the state arrays of shape
+        (C, n) and ``dK`` of shape (C, n, n).
+    likelihoods : tuple of classes or None
+        The likelihood classes the method handles (None: every one of its
+        model's, or the method checks itself).
     """
 
     name: str
@@ -166,10 +169,20 @@ class InferenceMethod:
     state_keys: tuple = ()
     posterior_dK: Optional[Callable] = None
     multinomial: bool = False
+    likelihoods: Optional[tuple] = None
 
     def __post_init__(self):
         # inspect.signature (and so help()) follows __wrapped__ to the function.
         object.__setattr__(self, "__wrapped__", self.function)
+
+    def check_likelihood(self, likelihood):
+        """Raise ValueError unless the method handles ``likelihood``."""
+        if self.likelihoods is not None and not isinstance(likelihood,
+                                                           self.likelihoods):
+            names = " or ".join(repr(c.name) for c in self.likelihoods)
+            model = "the multinomial model" if self.multinomial else "binary problems"
+            raise ValueError(f"method={self.name!r} of {model} needs the {names} "
+                             f"likelihood, got {likelihood.name!r}.")
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -200,14 +213,15 @@ def _signature_options(name, fn):
 
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
              lower_bound=False, learning_needs_noise=False, state=(),
-             posterior_dK=None, multinomial=False):
+             posterior_dK=None, multinomial=False, likelihoods=None):
     """Decorator registering an inference function under ``name``.
 
     The function is returned unchanged; :func:`get_method` returns the
     :class:`InferenceMethod` made from it.  See :class:`InferenceMethod` for the
     meaning of the arguments (``workspace`` sets ``accepts_workspace``, ``state``
     sets ``state_keys``).  The methods of the binary model and those of the
-    multinomial one (``multinomial=True``) have separate names.
+    multinomial one (``multinomial=True``) have separate names; ``likelihoods``
+    restricts a method to some likelihood classes.
 
     Raises
     ------
@@ -252,7 +266,8 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
             has_gradient=has_gradient, lower_bound=lower_bound,
             learning_needs_noise=learning_needs_noise, accepts_workspace=workspace,
             state_keys=tuple(state), posterior_dK=posterior_dK,
-            multinomial=multinomial)
+            multinomial=multinomial,
+            likelihoods=None if likelihoods is None else tuple(likelihoods))
         return fn
 
     return deco
@@ -522,6 +537,7 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     """
     lik = get_likelihood(likelihood)
     fn = get_method(method, lik.multinomial)
+    fn.check_likelihood(lik)
     options = check_options(method, options, multinomial=lik.multinomial)
     if lik.multinomial:
         Kf, yv = multinomial_problem(K, y, lik)

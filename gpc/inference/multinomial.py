@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._blocks import gram
 from .._linalg import cho_inverse, cholesky, solve_lower, symv
 from .._validation import check_integer, check_real, symmetric_from_lower
-from ..likelihoods import log_normaliser, softmax
+from ..likelihoods import Softmax, log_normaliser, softmax
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
 
@@ -208,7 +208,7 @@ def _evidence_dK(Ks, fac, pi, alpha):
     return dK
 
 
-@register("laplace", multinomial=True, state=("alpha",))
+@register("laplace", multinomial=True, state=("alpha",), likelihoods=(Softmax,))
 def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
                         tol=1e-10, max_iter=100):
     """Laplace approximation of the multinomial (softmax) GP classification posterior.
@@ -258,7 +258,8 @@ def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
     return _result("laplace", likelihood, K, Y, alpha, F, fac, dK, info)
 
 
-@register("vb", multinomial=True, lower_bound=True, state=("alpha",))
+@register("vb", multinomial=True, lower_bound=True, state=("alpha",),
+          likelihoods=(Softmax,))
 def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
                    max_iter=100):
     """Bohning's lower bound on the multinomial (softmax) evidence.
