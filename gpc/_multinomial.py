@@ -16,8 +16,18 @@ from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
 from .inference import checked_kernel_matrix
 from .evidence import MultinomialEvidence, data_fingerprint
 from .kernels import as_kernel, cross_covariance_chunks
-from .likelihoods import Logit, Softmax, get_likelihood
+from .likelihoods import (Logit, MultinomialProbit, Probit, Softmax,
+                          get_likelihood)
 from .optimize import learning_starts, maximize_evidence, median_distance
+
+#: The joint models' likelihoods, by their binary likelihood (either is accepted).
+_JOINT = {Logit: Softmax, Softmax: Softmax, Probit: MultinomialProbit,
+          MultinomialProbit: MultinomialProbit}
+
+
+def _joint_class(likelihood):
+    """The class of the joint model's likelihood for the likelihood given."""
+    return next(j for b, j in _JOINT.items() if isinstance(likelihood, b))
 
 
 class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
@@ -39,23 +49,28 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                                  f"class (at least 2), got {len(kernel)}.")
             kernels = [clone(as_kernel(k)) for k in kernel]
         likelihood = get_likelihood(self.likelihood)
-        if not isinstance(likelihood, (Logit, Softmax)):
-            raise ValueError("multi_class='multinomial' is the softmax model, whose "
-                             f"two-class form is the logit: likelihood={likelihood.name!r}"
-                             " is not available for it (use 'logit').")
-        return Setup(kernels, likelihood, *self._check_fit_params(), shared=shared)
+        if not isinstance(likelihood, tuple(_JOINT)):
+            raise ValueError("multi_class='multinomial' is the softmax model (whose two-"
+                             "class form is the logit) or the multinomial probit model "
+                             f"(the probit): likelihood={likelihood.name!r} is not "
+                             "available for it (use 'logit' or 'probit').")
+        inference, options = self._check_fit_params()
+        inference.check_likelihood(_joint_class(likelihood)())
+        return Setup(kernels, likelihood, inference, options, shared=shared)
 
     @staticmethod
-    def _softmax(likelihood, n_classes):
-        """The model's Softmax for ``n_classes`` classes, with the rule
-        (``n_points``) of a Softmax given as ``likelihood``; ValueError when
-        that one was given another number of classes."""
-        if not isinstance(likelihood, Softmax):
-            return Softmax(n_classes=n_classes)
+    def _joint_likelihood(likelihood, n_classes):
+        """The model's likelihood of ``n_classes`` classes: the Softmax for the
+        logit, the MultinomialProbit for the probit, with the other parameters
+        of a joint likelihood given as ``likelihood``; ValueError when that one
+        was given another number of classes."""
+        joint = _joint_class(likelihood)
+        if not isinstance(likelihood, joint):
+            return joint(n_classes=n_classes)
         if likelihood.n_classes not in (None, n_classes):
-            raise ValueError(f"likelihood is Softmax(n_classes={likelihood.n_classes}),"
-                             f" but y has {n_classes} classes.")
-        return Softmax(n_classes=n_classes, n_points=likelihood.n_points)
+            raise ValueError(f"likelihood is {type(likelihood).__name__}(n_classes="
+                             f"{likelihood.n_classes}), but y has {n_classes} classes.")
+        return clone(likelihood).set_params(n_classes=n_classes)
 
     def fit(self, X, y):
         """Fit the joint model (all state is set only once fitting succeeded)."""
@@ -83,7 +98,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                 f"A kernel gives a covariance matrix that is not positive "
                 f"semi-definite on the training data: {exc}") from exc
         objective = MultinomialEvidence(
-            kernels, shared, X_train, labels, self._softmax(likelihood, classes.size),
+            kernels, shared, X_train, labels, self._joint_likelihood(likelihood, classes.size),
             inference, options, state, jitters)
         optimum = None
         if self.optimizer is not None and objective.theta.shape[0] > 0:

@@ -277,9 +277,13 @@ class MultinomialPosterior:
         """K_cross as C arrays of shape (n, m) (one repeated when shared), and
         k_diag as an array of shape (C, m)."""
         C = self.n_classes
-        K_cross = np.asarray(K_cross, dtype=np.float64)
-        if K_cross.ndim == 2:
-            K_cross = [K_cross] * C
+        if isinstance(K_cross, (list, tuple)) and all(
+                isinstance(Kx, np.ndarray) and Kx.ndim == 2 for Kx in K_cross):
+            K_cross = [np.asarray(Kx, dtype=np.float64) for Kx in K_cross]  # no stack
+        else:
+            K_cross = np.asarray(K_cross, dtype=np.float64)
+            if K_cross.ndim == 2:
+                K_cross = [K_cross] * C
         if len(K_cross) != C or K_cross[0].ndim != 2 or K_cross[0].shape[0] != self.n:
             raise ValueError(f"K_cross must have shape ({self.n}, m) or ({C}, "
                              f"{self.n}, m), got {np.shape(K_cross)}.")

@@ -143,7 +143,7 @@ def test_check_estimator():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(kernel=[RBF(), RBF()]), "multi_class='multinomial'"),
-    (dict(multi_class="multinomial", likelihood="probit"), "use 'logit'"),
+    (dict(multi_class="multinomial", likelihood="step"), "use 'logit' or 'probit'"),
     (dict(multi_class="multinomial", method="ep"), "multinomial model"),
     (dict(likelihood="softmax"), "multi_class='multinomial'"),
     (dict(multi_class="joint"), "'multinomial'"),
@@ -193,7 +193,7 @@ def test_infer_checks_the_problem():
         gpc.infer(np.zeros((0, 0)), [], likelihood="softmax")
     with pytest.raises(ValueError, match="multinomial model"):
         gpc.infer(K, [0, 1, 0], method="ep", likelihood="softmax")
-    assert gpc.available_methods(multinomial=True) == ["laplace", "vb"]
+    assert gpc.available_methods(multinomial=True) == ["ep", "laplace", "vb"]
 
 
 def test_infer_warm_start_and_iteration_limit():

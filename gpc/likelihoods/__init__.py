@@ -56,7 +56,8 @@ from ._base import (LIK_GAUSSIAN, LIK_LAPLACE, LIK_LOGIT, LIK_NOISY_THRESHOLD,
 # in which get_likelihood lists the names.
 from ._classification import Logit, NoisyThreshold, Probit, Step
 from ._regression import Gaussian, Laplace, OneSidedExponential
-from ._multinomial import Softmax, log_normaliser, softmax
+from ._multinomial import MultinomialLikelihood, Softmax, log_normaliser, softmax
+from ._multinomial_probit import MultinomialProbit
 
 __all__ = [
     "Likelihood",
@@ -68,6 +69,8 @@ __all__ = [
     "Laplace",
     "OneSidedExponential",
     "Softmax",
+    "MultinomialProbit",
+    "MultinomialLikelihood",
     "NotDifferentiableError",
     "get_likelihood",
     "softmax",

@@ -36,7 +36,56 @@ def log_normaliser(F, axis=0):
     return np.squeeze(top, axis) + np.log(np.sum(np.exp(F - top), axis=axis))
 
 
-class Softmax(Likelihood):
+class MultinomialLikelihood(Likelihood):
+    """Base of the likelihoods of C latent values per example (labels ``0 .. C -
+    1``): they have no one-dimensional moments or derivatives."""
+
+    multinomial = True
+
+    def check_targets(self, y, n=None):
+        """Integer labels ``0, 1, ..., C - 1`` as an int64 array (ValueError otherwise)."""
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+        if n is not None and y.shape[0] != n:
+            raise ValueError(f"y has {y.shape[0]} labels but {n} were expected.")
+        if y.dtype.kind not in "iub" and not (
+                y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
+            raise ValueError("y must hold integer class labels 0 .. C - 1, got "
+                             f"dtype {y.dtype}.")
+        top = self.n_classes
+        # Checked in y's own type: a uint64 label of 2**63 or more would wrap.
+        if y.size and (y.min() < 0 or y.max() >= (2 ** 31 if top is None else top)):
+            raise ValueError(f"y must hold labels 0 .. {'C' if top is None else top} - 1,"
+                             f" got {int(y.min())} .. {int(y.max())}.")
+        return y.astype(np.int64)
+
+    def _binary_only(self, *args, **kwargs):
+        raise TypeError(f"the {self.name} likelihood has C latent values per example: it "
+                        "has no one-dimensional moments or derivatives.")
+
+    derivatives = gauss_moments = em_statistic = em_update = _binary_only
+
+    def _checked_moments(self, mean, cov):
+        """The arguments of ``predict`` as float64 arrays, checked (the
+        likelihood's own parameters too)."""
+        self._validate()
+        mean = np.asarray(mean, dtype=np.float64)
+        cov = np.asarray(cov, dtype=np.float64)
+        if mean.ndim != 2:
+            raise ValueError(f"mean must have shape (m, C), got {mean.shape}.")
+        m, C = mean.shape
+        if cov.shape != (m, C, C):
+            raise ValueError(f"cov must have shape {(m, C, C)}, got {cov.shape}.")
+        for name, a in (("mean", mean), ("cov", cov)):
+            bad = ~np.isfinite(a).reshape(m, -1).all(axis=1)
+            if bad.any():
+                raise ValueError(f"{name} is not finite for {int(bad.sum())} of the "
+                                 f"{m} points (the first: row {int(np.argmax(bad))}).")
+        return mean, cov
+
+
+class Softmax(MultinomialLikelihood):
     """Multinomial likelihood of C latent values: ``p(y = c | f) = softmax(f)_c``.
 
     The likelihood of ``GaussianProcessClassifier(multi_class="multinomial")``
@@ -102,7 +151,6 @@ class Softmax(Likelihood):
 
     name = "softmax"
     has_derivatives = True
-    multinomial = True
 
     def __init__(self, n_classes=None, n_points=None):
         self.n_classes = n_classes
@@ -117,35 +165,11 @@ class Softmax(Likelihood):
             if self.n_points & (self.n_points - 1):
                 raise ValueError(f"n_points must be a power of 2, got {self.n_points}.")
 
-    def check_targets(self, y, n=None):
-        """Integer labels ``0, 1, ..., C - 1`` as an int64 array (ValueError otherwise)."""
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D, got shape {y.shape}.")
-        if n is not None and y.shape[0] != n:
-            raise ValueError(f"y has {y.shape[0]} labels but {n} were expected.")
-        if y.dtype.kind not in "iub" and not (
-                y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y))):
-            raise ValueError("y must hold integer class labels 0 .. C - 1, got "
-                             f"dtype {y.dtype}.")
-        top = self.n_classes
-        # Checked in y's own type: a uint64 label of 2**63 or more would wrap.
-        if y.size and (y.min() < 0 or y.max() >= (2 ** 31 if top is None else top)):
-            raise ValueError(f"y must hold labels 0 .. {'C' if top is None else top} - 1,"
-                             f" got {int(y.min())} .. {int(y.max())}.")
-        return y.astype(np.int64)
-
     def log_lik(self, y, F):
         """``log p(y_i | f_i)`` for labels y (n,) and latent values F (C, n)."""
         F = np.asarray(F, dtype=np.float64)
         y = self.check_targets(y, F.shape[1])
         return F[y, np.arange(F.shape[1])] - log_normaliser(F)
-
-    def _binary_only(self, *args, **kwargs):
-        raise TypeError("the softmax likelihood has C latent values per example: it "
-                        "has no one-dimensional moments or derivatives.")
-
-    derivatives = gauss_moments = em_statistic = em_update = _binary_only
 
     def predict(self, mean, cov):
         """Class probabilities ``E[softmax(f)]`` for ``f ~ N(mean, cov)``.
@@ -167,17 +191,8 @@ class Softmax(Likelihood):
         ValueError
             If the shapes disagree or a mean or covariance is not finite.
         """
-        self._validate()
-        mean = np.asarray(mean, dtype=np.float64)
-        cov = np.asarray(cov, dtype=np.float64)
-        m, C = mean.shape
-        if cov.shape != (m, C, C):
-            raise ValueError(f"cov must have shape {(m, C, C)}, got {cov.shape}.")
-        for name, a in (("mean", mean), ("cov", cov)):
-            bad = ~np.isfinite(a).reshape(m, -1).all(axis=1)
-            if bad.any():
-                raise ValueError(f"{name} is not finite for {int(bad.sum())} of the "
-                                 f"{m} points (the first: row {int(np.argmax(bad))}).")
+        mean, cov = self._checked_moments(mean, cov)
+        C = mean.shape[1]
         n_points = int(self.n_points or _default_points(C))
         return _softmax_rule(mean, cov, _normal_points(C - 1, n_points))
 
