@@ -73,6 +73,23 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.priors = priors
         self.verbose = verbose
 
+    def __sklearn_clone__(self):
+        """A clone (the parameters) that starts from the same earlier states as
+        this estimator: a multi-class wrapper fits clones of it."""
+        twin = super().__sklearn_clone__()
+        if hasattr(self, "_warm_starts"):
+            twin._warm_starts = self._warm_starts
+        return twin
+
+    def _start_state(self, key):
+        """The inference state that a fit on data of fingerprint ``key`` starts
+        from: with ``warm_start``, the state of an earlier fit on the same data
+        (``_warm_starts``, by fingerprint, which the front hands over), else None
+        (a cold start)."""
+        if not self.warm_start:
+            return None
+        return getattr(self, "_warm_starts", {}).get(key)
+
     def _check_memory(self, n):
         """MemoryError, before any n x n allocation, when a fit on n points cannot
         fit in memory (see ``check_full_fit_memory``)."""
@@ -156,10 +173,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self._check_memory(len(y01))
         X_train = np.copy(X) if self.copy_X_train else X
         key = data_fingerprint(X_train, y01)
-        state = None
-        previous = getattr(self, "_warm_state", None)
-        if self.warm_start and previous is not None and previous[0] == key:
-            state = previous[1]
+        state = self._start_state(key)
 
         K, jitter = checked_kernel_matrix(kernel, X_train)
         objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
@@ -273,6 +287,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self.inference_info_ = result.info
         self.optimizer_result_ = optimum
         self._warm_state = (key, result.state)
+        self.__dict__.pop("_warm_starts", None)   # the fit keeps only its own state
 
     def _latent_chunks(self, X, posterior):
         """``(slice, mean, var)`` of the latent function at X, block by block of

@@ -161,8 +161,8 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
       binary estimator (checked, to be fitted);
     * optionally ``_multinomial()`` (the binary estimator is a joint model of
       every class: no wrapper), ``_validation_kwargs()`` and ``_warm(binary)``
-      (give a new binary estimator the state of the fitted one, for
-      ``warm_start``).
+      (give a new binary estimator, and so the wrapper's clones of it, the
+      states of the fitted ones, for ``warm_start``).
 
     Fitted attributes: ``base_estimator_`` (the binary estimator, the joint
     model or the wrapper), ``classes_``, ``n_classes_`` and
@@ -215,6 +215,8 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
                     f"1 class (only class {classes[0]} is present)")
             base = self._wrap(self._warm(binary), classes)
             base.fit(X_, y_)
+            # A wrapper's template keeps no states of the previous fit.
+            binary.__dict__.pop("_warm_starts", None)
             self._set_fitted(base, classes)
         return self
 

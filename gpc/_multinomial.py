@@ -88,9 +88,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                               "'multinomial')", multinomial_fit_arrays(classes.size))
         X_train = np.copy(X) if self.copy_X_train else X
         key = data_fingerprint(X_train, labels)
-        previous = getattr(self, "_warm_state", None)
-        state = previous[1] if self.warm_start and previous and previous[0] == key \
-            else None
+        state = self._start_state(key)
         try:
             jitters = [checked_kernel_matrix(k, X_train)[1] for k in kernels]
         except NotPositiveDefiniteError as exc:

@@ -40,7 +40,11 @@ class GaussianProcessClassifier(ClassifierFront):
         ``inference_options`` (``max_iter``, or ``max_sweeps`` for EP and PL)
         takes precedence.
     warm_start : bool, default=False
-        Start the inference of a refit on the same data from the previous fit's state.
+        Start the inference of a refit on the same data from the previous fit's
+        state, and a refit on other data afresh.  With more than two classes
+        one-vs-rest or one-vs-one this holds for each binary problem (a class
+        against the rest, or a pair of classes): one whose inputs and labels
+        are unchanged starts from its state in the previous fit.
         (Within one fit, evaluations are always warm-started.)
     copy_X_train : bool, default=True
         Store a copy of the training inputs.
@@ -175,12 +179,15 @@ class GaussianProcessClassifier(ClassifierFront):
                 else dict(ensure_2d=False, dtype=None))
 
     def _warm(self, binary):
-        """With ``warm_start``, the binary (or joint) estimator starts from the
-        state of the fitted one."""
+        """With ``warm_start``, give the binary (or joint) estimator the states of
+        the fitted ones of its type, by data fingerprint: it, or each binary
+        problem of the wrapper (its clones), starts from the state of the
+        previous fit's problem on the same data."""
         previous = getattr(self, "base_estimator_", None)
-        if self.warm_start and type(previous) is type(binary) \
-                and hasattr(previous, "_warm_state"):
-            binary._warm_state = previous._warm_state
+        if self.warm_start and previous is not None:
+            fitted = getattr(previous, "estimators_", [previous])
+            binary._warm_starts = dict(e._warm_state for e in fitted
+                                       if type(e) is type(binary))
         return binary
 
     @available_if(_is_online)

@@ -209,6 +209,64 @@ def test_warm_start_refit_on_other_data_uses_no_stale_state():
     assert again.base_estimator_.inference_info_["n_iter"] < n_cold
 
 
+def _iris_subset(start=0):
+    """Every third example of the standardised iris data (three classes)."""
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    return X[start::3], y[start::3]
+
+
+def _problems(clf, X):
+    """Each binary problem's inference iterations and probabilities at X, in
+    the wrapper's order (fixed by the classes each separates)."""
+    problems = clf.base_estimator_.estimators_
+    return ([e.inference_info_["n_iter"] for e in problems],
+            [e.predict_proba(X) for e in problems])
+
+
+def _multiclass(multi_class, method, warm_start):
+    return GaussianProcessClassifier(C(2.0) * RBF(1.5), optimizer=None, method=method,
+                                     multi_class=multi_class, warm_start=warm_start)
+
+
+@pytest.mark.parametrize("method", ["laplace", "ep"])
+@pytest.mark.parametrize("multi_class", ["one_vs_rest", "one_vs_one"])
+def test_warm_start_starts_each_binary_problem_from_its_own_state(multi_class, method):
+    X, y = _iris_subset()
+    clf = _multiclass(multi_class, method, warm_start=True).fit(X, y)
+    n_cold, proba_cold = _problems(clf, X)
+    n_warm, proba_warm = _problems(clf.fit(X, y), X)
+    assert all(w < c for w, c in zip(n_warm, n_cold)), (n_warm, n_cold)
+    for warm, cold in zip(proba_warm, proba_cold):
+        np.testing.assert_allclose(warm, cold, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(clf.predict(X), _multiclass(
+        multi_class, method, warm_start=False).fit(X, y).predict(X))
+    # Other data: every problem starts afresh, as a fit on them alone does.
+    X2, y2 = _iris_subset(start=1)
+    n_other, proba_other = _problems(clf.fit(X2, y2), X)
+    fresh = _multiclass(multi_class, method, warm_start=False).fit(X2, y2)
+    n_fresh, proba_fresh = _problems(fresh, X)
+    assert n_other == n_fresh
+    for other, fresh in zip(proba_other, proba_fresh):
+        np.testing.assert_array_equal(other, fresh)
+
+
+def test_warm_start_restarts_only_the_binary_problems_whose_data_changed():
+    X, y = _iris_subset()
+    clf = _multiclass("one_vs_one", "ep", warm_start=True).fit(X, y)
+    n_before, _ = _problems(clf, X)
+    # Without the last example of class 2, only the pair (0, 1) keeps its data.
+    keep = np.arange(len(y)) != np.flatnonzero(y == 2)[-1]
+    n_after, proba_after = _problems(clf.fit(X[keep], y[keep]), X)
+    n_fresh, proba_fresh = _problems(
+        _multiclass("one_vs_one", "ep", warm_start=False).fit(X[keep], y[keep]), X)
+    assert n_after[0] < n_before[0] and n_after[0] < n_fresh[0]
+    np.testing.assert_allclose(proba_after[0], proba_fresh[0], rtol=0, atol=1e-8)
+    assert n_after[1:] == n_fresh[1:]
+    for after, fresh in zip(proba_after[1:], proba_fresh[1:]):
+        np.testing.assert_array_equal(after, fresh)
+
+
 def test_sklearn_machinery():
     X, y = binary_data(60, 2, seed=9)
     pipe = make_pipeline(StandardScaler(), GaussianProcessClassifier(1.0 * RBF(1.0)))
