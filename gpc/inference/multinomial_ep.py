@@ -30,6 +30,11 @@ from .variational import _Anderson
 ANDERSON_MEMORY = 5
 
 
+def _largest_change(old, new):
+    """The largest change of a site parameter relative to ``1 + |new value|``."""
+    return float(np.max(np.abs(new - old) / (1.0 + np.abs(new)), initial=0.0))
+
+
 class _Posterior:
     """The posterior that the sites ``(tau, nu)`` give: factors, ``alpha``, the
     marginal means ``mu`` (C, n) and covariances ``S`` (n, C, C), and the
@@ -89,7 +94,8 @@ def _run(Ks, y, tau, nu, damping, tol, max_iter):
             return post, it, False, step, skipped
         cov_w, mean_w = post.augmented(y, tau, nu)
         new_tau, new_nu = tau.copy(), nu.copy()
-        change, skipped = inner_sweep(cov_w, mean_w, y, J, new_tau, new_nu)
+        skipped = inner_sweep(cov_w, mean_w, y, J, new_tau, new_nu)[1]
+        change = max(_largest_change(tau, new_tau), _largest_change(nu, new_nu))
         if not (np.isfinite(new_tau).all() and np.isfinite(new_nu).all()):
             raise NumericalError("multinomial EP: a site parameter is not finite.", "ep")
         if change <= tol:
@@ -122,7 +128,7 @@ def _accelerated_step(accel, tau, nu, new_tau, new_nu, step):
 @register("ep", multinomial=True, state=("tau", "nu"),
           likelihoods=(MultinomialProbit,))
 def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
-                   damping=0.5, tol=1e-9, max_iter=500):
+                   damping=1.0, tol=1e-8, max_iter=500):
     """Nested expectation propagation for the multinomial probit model.
 
     Called through :func:`gpc.infer` with ``likelihood="multinomial_probit"``
@@ -141,10 +147,10 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
         to start from instead of the prior.
     compute_gradient : bool, default=True
         Whether to compute ``dK``.
-    damping : float in (0, 1], default=0.5
-        Largest weight of the new sites against the old ones; the damping
-        adapts below it (see Notes).
-    tol : float, default=1e-9
+    damping : float in (0, 1], default=1.0
+        Weight of the new sites against the old ones in each step (see
+        Notes).
+    tol : float, default=1e-8
         Converged when an undamped update would change no site parameter by
         more than ``tol`` (relative to ``1 + |value|``).
     max_iter : int, default=500
@@ -171,10 +177,16 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
     The precisions ``tau_ij`` are positive (the probit is log-concave).
 
     *Iteration.*  Each iteration computes the posterior marginals of all
-    examples (``O(C n^3)``), runs one inner EP sweep per example from its inner
-    sites and takes the damped step.  The damping is halved (down to 0.01)
-    when the largest site change grows from one iteration to the next and
-    raised by a factor 1.25 (up to ``damping``) while it falls.
+    examples (``O(C n^3)``) and runs one inner EP sweep per example from its
+    inner sites.  The damped steps are Anderson-accelerated (the new sites mix
+    the last 5 steps with weights that minimise the combined change in least
+    squares; a site whose mixed precision would be negative takes its damped
+    step alone).  When the largest change grows tenfold past the smallest seen,
+    the damping is halved (down to 0.01) and the mixing history dropped.
+    Parallel updates of strongly coupled sites converge slowly by themselves
+    (hundreds of iterations on digits with a long length scale); the
+    acceleration brings that to a few tens from the prior and to about 10-20
+    from the previous hyperparameters' sites.
 
     *Evidence and gradient.*  ``log Z = sum_i (log Z~_i) - log|I + K Pi| / 2 +
     nu' Sigma nu / 2``, with ``Z~_i`` the scale of site i (the inner sites'

@@ -210,12 +210,11 @@ def _cavity(var, mean, tau, nu):
     return m, v, proper
 
 
-def inner_sweep(cov_w, mean_w, y, J, tau, nu, damping=1.0):
+def inner_sweep(cov_w, mean_w, y, J, tau, nu):
     """One sequential EP sweep over the factors of every example, updating
     ``cov_w``, ``mean_w``, ``tau`` and ``nu`` in place.
 
-    Each new site is ``damping`` times the moment-matched one plus ``1 - damping``
-    times the old.  A factor whose cavity is improper keeps its site.
+    A factor whose cavity is improper keeps its site.
 
     Returns ``(change, n_skipped)``: the largest change of a site parameter
     relative to ``1 + |value|``, and the number of factors left unchanged.
@@ -229,8 +228,8 @@ def inner_sweep(cov_w, mean_w, y, J, tau, nu, damping=1.0):
         m_c, v_c, ok = _cavity(var, mean, t_old, n_old)
         _, d1, d2, _ = _PROBIT.gauss_moments(1.0, m_c, v_c)
         denom = 1.0 + d2 * v_c                        # in (0, 1] for the probit
-        dt = damping * (-d2 / denom - t_old)
-        dn = damping * ((d1 - m_c * d2) / denom - n_old)
+        dt = -d2 / denom - t_old
+        dn = (d1 - m_c * d2) / denom - n_old
         ok &= np.isfinite(dt) & np.isfinite(dn) & (t_old + dt >= 0)
         dt, dn = np.where(ok, dt, 0.0), np.where(ok, dn, 0.0)
         skipped += int(np.count_nonzero(~ok))
