@@ -53,10 +53,12 @@ class GaussianProcessClassifier(ClassifierFront):
     multi_class : {"one_vs_rest", "one_vs_one", "multinomial"}, default="one_vs_rest"
         How more than two classes are handled.  "one_vs_rest" and "one_vs_one"
         fit binary models (scikit-learn's choices); "multinomial" fits one joint
-        model of one latent function per class with the softmax likelihood,
-        its evidence shared by the classes (``method="laplace"`` or ``"vb"``
-        and the default ``likelihood="logit"``; with two classes it is the
-        binary logit model with twice the kernel).  See Notes.
+        model of one latent function per class, its evidence shared by the
+        classes: with the default ``likelihood="logit"`` the softmax model
+        (``method="laplace"`` or ``"vb"``; with two classes the binary logit
+        model with twice the kernel), with ``likelihood="probit"`` the
+        multinomial probit model (``method="ep"``; with two classes the binary
+        probit model with the same kernel).  See Notes.
     n_jobs : int, default=None
         Parallel jobs for the one-vs-rest and one-vs-one binary problems.
     method : str, default="laplace"
@@ -122,7 +124,8 @@ class GaussianProcessClassifier(ClassifierFront):
     >>> gpc.predict_proba(X[:1, :]).round(3)
     array([[0.836, 0.032, 0.132]])
 
-    One joint softmax model instead of three binary ones:
+    One joint model instead of three binary ones (the softmax by default; the
+    multinomial probit with ``method="ep", likelihood="probit"``):
 
     >>> joint = GaussianProcessClassifier(1.0 * RBF(1.0), multi_class="multinomial")
     >>> round(joint.fit(X, y).score(X, y), 4)
@@ -140,7 +143,12 @@ class GaussianProcessClassifier(ClassifierFront):
     with its exact gradient, is that of the one model.  ``method="vb"``
     maximises Bohning's lower bound on that evidence instead: the same mode,
     with a constant curvature that gives a narrower posterior (see
-    :func:`gpc.inference.multinomial.vb_multinomial`).  ``predict_proba``
+    :func:`gpc.inference.multinomial.vb_multinomial`).  With
+    ``likelihood="probit"``, ``p(y = c | f)`` is the multinomial probit
+    (:class:`gpc.likelihoods.MultinomialProbit`) and ``method="ep"`` runs nested
+    expectation propagation (:func:`gpc.inference.multinomial_ep.multinomial_ep`),
+    whose posterior is close to the exact one; its ``predict_proba`` is the
+    nested EP approximation of the predictive integral.  ``predict_proba``
     averages the softmax over the C-dimensional latent posterior with a fixed
     quasi-Monte Carlo rule (:class:`gpc.likelihoods.Softmax`), deterministic
     and within 1e-3 of long Monte Carlo averages in the benchmark's tests.

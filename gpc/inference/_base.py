@@ -304,8 +304,8 @@ def workspace_array(workspace, key, shape):
 
 
 def available_methods(multinomial=False):
-    """Names accepted by :func:`~gpc.infer`'s ``method`` (for the multinomial model's
-    ``likelihood="softmax"`` when ``multinomial``)."""
+    """Names accepted by :func:`~gpc.infer`'s ``method`` (for the multinomial
+    model's likelihoods when ``multinomial``)."""
     return sorted(_registry(multinomial))
 
 
@@ -458,19 +458,20 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     ----------
     K : array-like of shape (n, n), or (C, n, n) for the multinomial model
         Prior covariance of the latent function at the training inputs (symmetric,
-        positive semi-definite).  With ``likelihood="softmax"``, one matrix
+        positive semi-definite).  With a multinomial likelihood, one matrix
         shared by the C latent functions or one per class.
     y : array-like of shape (n,)
         Labels in {-1, +1}; real targets for the "gaussian" (regression)
         likelihood (checked by the likelihood's ``check_targets``); class
-        labels ``0 .. C - 1`` for the "softmax".
+        labels ``0 .. C - 1`` for the multinomial likelihoods.
     method : str, default="laplace"
         Inference method; see :func:`available_methods`.
     likelihood : str or Likelihood, default="probit"
         "probit", "logit", "noisy_threshold", "step", "gaussian" or a likelihood
-        object; "softmax" (:class:`gpc.likelihoods.Softmax`) for the
-        multinomial model of C classes (methods "laplace" and "vb"), whose
-        ``dK`` has shape (C, n, n).
+        object; for the multinomial model of C classes, whose ``dK`` has shape
+        (C, n, n), "softmax" (:class:`gpc.likelihoods.Softmax`; methods
+        "laplace" and "vb") or "multinomial_probit"
+        (:class:`gpc.likelihoods.MultinomialProbit`; method "ep").
     init : dict, optional
         ``state`` of a previous result of the same method on as many examples, to
         warm-start from.

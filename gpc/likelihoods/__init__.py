@@ -40,6 +40,12 @@ its Gaussian integrals from quadrature, and every method of one latent value
 uses it (``CONTRIBUTING.md``, "Adding a likelihood").  All results are stable far into the tails: ``|m| / sqrt(1 + v)`` or
 ``|f|`` of 1e3 and beyond give finite values wherever the true value is finite.
 
+The multinomial model of C latent values per example (labels ``0 .. C - 1``,
+``GaussianProcessClassifier(multi_class="multinomial")``) has its own two:
+:class:`Softmax`, ``p(y = c | f) = softmax(f)_c`` (Laplace, vb), and
+:class:`MultinomialProbit`, ``p(y = c | f) = E_u[prod_{j != c} Phi(u + f_c -
+f_j)]`` with ``u ~ N(0, 1)`` (nested EP).
+
 Examples
 --------
 >>> import numpy as np

@@ -127,8 +127,9 @@ class Likelihood:
         regression likelihoods :class:`Gaussian`, :class:`Laplace` and
         :class:`OneSidedExponential` (real targets).
     multinomial : bool
-        True for :class:`Softmax`, the likelihood of C latent values (labels
-        ``0 .. C - 1``); False for the others, of one latent value.
+        True for :class:`Softmax` and :class:`MultinomialProbit`, the
+        likelihoods of C latent values (labels ``0 .. C - 1``); False for the
+        others, of one latent value.
     has_em_statistic : bool
         Whether :meth:`em_statistic` and :meth:`em_update` are available (the
         regression likelihoods).
@@ -642,7 +643,8 @@ def get_likelihood(spec):
     ----------
     spec : str, Likelihood subclass or Likelihood
         One of ``"probit"``, ``"logit"``, ``"noisy_threshold"``, ``"step"``,
-        ``"gaussian"``, ``"laplace"``, ``"one_sided_exponential"`` (case-insensitive;
+        ``"gaussian"``, ``"laplace"``, ``"one_sided_exponential"``, and for the
+        multinomial model ``"softmax"`` and ``"multinomial_probit"`` (case-insensitive;
         "-" or " " may replace "_"), a likelihood class (instantiated with
         defaults), or an instance.
 
