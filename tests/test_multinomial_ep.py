@@ -311,3 +311,17 @@ def test_estimator_gradient_is_finite_differences(wine):
     numeric = _richardson_gradient(clf.log_marginal_likelihood, theta)
     np.testing.assert_allclose(grad, numeric, rtol=1e-5,
                                atol=1e-5 * np.abs(numeric).max())
+
+
+@pytest.mark.parametrize("length", [1e-3, 1.0, 1e3])
+@pytest.mark.parametrize("variance", [1e-4, 1.0, 1e5])
+def test_extreme_hyperparameters_converge_to_finite_values(wine, variance, length):
+    # Up to the default bound on a ConstantKernel's value (1e5); at 1e5 with
+    # the longest length scale EP stops at its rounding floor.
+    X, y = wine
+    res = ep(_rbf(X, variance, length), y)
+    assert res.info["converged"]
+    assert np.isfinite(res.log_evidence) and np.isfinite(res.dK).all()
+    if length == 1e-3:      # K = variance I: every example alone, 1/3 each
+        # (the inner EP's approximation of E_u[Phi(u)^2] = 1/3 is 0.2 % low)
+        assert res.log_evidence == pytest.approx(len(y) * np.log(1 / 3), rel=3e-3)

@@ -28,6 +28,9 @@ from .variational import _Anderson
 
 #: Past iterations mixed by the Anderson acceleration of the outer EP.
 ANDERSON_MEMORY = 5
+#: Iterations without halving the smallest change after which EP stops at the
+#: rounding floor (if that change is below sqrt(tol)).
+STALL = 10
 
 
 def _largest_change(old, new):
@@ -87,7 +90,8 @@ def _run(Ks, y, tau, nu, damping, tol, max_iter):
     n_skipped)``, the posterior at the returned sites."""
     J = other_classes(y, len(Ks))
     accel = _Anderson(ANDERSON_MEMORY)
-    step, best, skipped = damping, np.inf, 0
+    step, last, skipped = damping, np.inf, 0
+    best, stalled = np.inf, 0
     for it in range(max_iter + 1):
         post = _Posterior(Ks, y, tau, nu)
         if it == max_iter:
@@ -98,12 +102,18 @@ def _run(Ks, y, tau, nu, damping, tol, max_iter):
         change = max(_largest_change(tau, new_tau), _largest_change(nu, new_nu))
         if not (np.isfinite(new_tau).all() and np.isfinite(new_nu).all()):
             raise NumericalError("multinomial EP: a site parameter is not finite.", "ep")
-        if change <= tol:
+        if change < 0.5 * best:
+            best, stalled = change, 0
+        else:
+            stalled += 1
+        if change <= tol or (stalled >= STALL and best <= np.sqrt(tol)):
             return post, it, True, step, skipped
-        if change > 10.0 * best:        # diverging: damp more, forget the history
+        if change > 2.0 * last:         # diverging: damp more, forget the history
             step = max(step * 0.5, 0.01)
             accel.reset()
-        best = min(best, change)
+        else:
+            step = min(step * 1.25, damping)
+        last = change
         _accelerated_step(accel, tau, nu, new_tau, new_nu, step)
         tau[y, np.arange(y.shape[0])] = nu[y, np.arange(y.shape[0])] = 0.0
 
@@ -181,8 +191,13 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
     inner sites.  The damped steps are Anderson-accelerated (the new sites mix
     the last 5 steps with weights that minimise the combined change in least
     squares; a site whose mixed precision would be negative takes its damped
-    step alone).  When the largest change grows tenfold past the smallest seen,
-    the damping is halved (down to 0.01) and the mixing history dropped.
+    step alone).  When the largest change more than doubles from one iteration
+    to the next, the damping is halved (down to 0.01) and the mixing history
+    dropped; while it does not, the damping grows by a factor 1.25 back to
+    ``damping``.  Converged when the change is below ``tol``, or at the
+    rounding floor: when the smallest change, below ``sqrt(tol)``, has not
+    been halved in 10 iterations (huge signal variances with long length
+    scales, where the marginals lose digits to cancellation).
     Parallel updates of strongly coupled sites converge slowly by themselves
     (hundreds of iterations on digits with a long length scale); the
     acceleration brings that to a few tens from the prior and to about 10-20
