@@ -9,11 +9,11 @@ mean ``k_*^T alpha``:
 * explicit form (:class:`ExplicitPosterior`: ADF, online / sparse methods): ``C``
   with posterior covariance ``K + K C K``; variance ``k_** + k_*^T C k_*``.
 
-The multinomial model (C latent functions) has its own form,
+The multinomial model (C latent functions) has a third,
 :class:`MultinomialPosterior`, whose latent covariance at each test point is a
 C x C matrix.
 
-Both also hold the posterior marginals at the training points, ``marginal_mean``
+All also hold the posterior marginals at the training points, ``marginal_mean``
 and ``marginal_var``, where the method computed them.
 """
 
@@ -222,14 +222,17 @@ class ExplicitPosterior(_Posterior):
         return np.einsum("ij,ij->j", K_cross, matmul(self.C, K_cross))
 
 
-class MultinomialPosterior:
+class MultinomialPosterior(_Posterior):
     """Joint posterior of the C latent functions of the multinomial model.
 
     The latent mean of class c is ``k_c(x)' alpha_c``; the C x C covariance at
     x is ``diag(k_c(x, x)) - Kx' A Kx`` with ``A = (K + W^{-1})^{-1}``, which
     the factors give as ``A_cd = delta_cd E_c - E_c P^{-1} E_d`` (Rasmussen &
-    Williams, Algorithm 3.4).  Made by :func:`gpc.infer` with
-    ``likelihood="softmax"``.
+    Williams, Algorithm 3.4), ``W`` the block-diagonal curvature (Laplace) or
+    site precision (EP), each block of the form ``D_i - d_i d_i' / sum(d_i)``.
+    Made by :func:`gpc.infer` with a multinomial likelihood.  The methods of
+    the binary posteriors take the same arguments and answer with one more
+    dimension: means (m, C) and covariances (m, C, C).
 
     Parameters
     ----------
@@ -237,11 +240,15 @@ class MultinomialPosterior:
         Weights of the latent means.
     E : ndarray of shape (C, n, n)
         ``E_c = (K_c + D_c^{-1})^{-1}``, ``D_c`` the diagonal of the class-c
-        probabilities at the mode.
+        entries of the ``d_i``.
     M : ndarray of shape (n, n)
         Lower Cholesky factor of ``P = sum_c E_c``.
     marginal_mean : ndarray of shape (n, C), optional
-        The latent values at the mode.
+        The posterior means at the training points.
+    marginal_var : ndarray of shape (n, C, C), optional
+        The posterior covariances at the training points.
+    likelihood : str or Likelihood, default="softmax"
+        The likelihood :meth:`predict_proba` averages unless given another.
 
     Examples
     --------
@@ -250,18 +257,21 @@ class MultinomialPosterior:
     >>> X = np.linspace(-2, 2, 6)[:, None]
     >>> K = np.exp(-0.5 * (X - X.T) ** 2)
     >>> res = gpc.infer(K, [0, 0, 1, 1, 2, 2], likelihood="softmax")
-    >>> mean, cov = res.posterior.latent_mean_and_covariance(K, np.ones(6))
+    >>> mean, cov = res.posterior.latent_mean_and_variance(K, np.ones(6))
     >>> mean.shape, cov.shape
     ((6, 3), (6, 3, 3))
     >>> res.posterior.predict_proba(K, np.ones(6)).argmax(axis=1)
     array([0, 0, 1, 1, 2, 2])
     """
 
-    def __init__(self, alpha, E, M, *, marginal_mean=None):
+    def __init__(self, alpha, E, M, *, marginal_mean=None, marginal_var=None,
+                 likelihood="softmax"):
         self.alpha = np.asarray(alpha, dtype=np.float64)
         self.E = E
         self.M = M
         self.marginal_mean = marginal_mean
+        self.marginal_var = marginal_var
+        self.likelihood = likelihood
 
     @property
     def n(self):
@@ -325,13 +335,14 @@ class MultinomialPosterior:
         cov += np.einsum("cnm,dnm->mcd", Q, Q, optimize=True)
         return cov
 
-    def latent_mean_and_covariance(self, K_cross, k_diag):
+    def latent_mean_and_variance(self, K_cross, k_diag, overwrite_cross=False):
         """Latent means (m, C) and covariances (m, C, C); see
-        :meth:`latent_covariance`."""
+        :meth:`latent_covariance` (``overwrite_cross`` is accepted and
+        ignored)."""
         return self.latent_mean(K_cross), self.latent_covariance(K_cross, k_diag)
 
-    def predict_proba(self, K_cross, k_diag, likelihood="softmax"):
-        """Class probabilities (m, C): the softmax averaged over the latent
-        posterior (:meth:`gpc.likelihoods.Softmax.predict`)."""
-        return get_likelihood(likelihood).predict(
-            *self.latent_mean_and_covariance(K_cross, k_diag))
+    def predict_proba(self, K_cross, k_diag, likelihood=None):
+        """Class probabilities (m, C): the likelihood (``self.likelihood`` unless
+        another is given) averaged over the latent posterior."""
+        return get_likelihood(likelihood or self.likelihood).predict(
+            *self.latent_mean_and_variance(K_cross, k_diag))

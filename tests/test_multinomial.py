@@ -368,7 +368,7 @@ def test_vb_is_the_dense_bohning_bound(C, scale):
     assert res.log_evidence == pytest.approx(bound, abs=1e-9)
     np.testing.assert_allclose(res.posterior.marginal_mean, psi.T, atol=1e-8)
     # The posterior at the training points: the Gaussian of the bound.
-    _, cov = res.posterior.latent_mean_and_covariance(K, np.diag(K))
+    _, cov = res.posterior.latent_mean_and_variance(K, np.diag(K))
     n = len(y)
     dense = np.array([[[Sigma[c * n + i, d * n + i] for d in range(C)] for c in range(C)]
                       for i in range(n)])

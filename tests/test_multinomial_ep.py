@@ -166,7 +166,7 @@ def test_two_classes_is_binary_ep(iris_two, variance, length):
     np.testing.assert_allclose(joint.dK.sum(axis=0), binary.dK, atol=1e-8)
     Ks = _rbf(np.vstack([X, X + 0.3]), variance, length)[:len(X), len(X):]
     kd = np.full(len(X), variance)
-    p_joint = joint.posterior.predict_proba(Ks, kd, "multinomial_probit")[:, 1]
+    p_joint = joint.posterior.predict_proba(Ks, kd)[:, 1]     # its own likelihood
     p_binary = binary.posterior.predict_proba(Ks, kd, "probit")
     np.testing.assert_allclose(p_joint, p_binary, atol=1e-8)
 
@@ -235,7 +235,7 @@ def test_one_point_against_quadrature():
     # By symmetry the prior predictive is 1/3 for every class.
     res = gpc.infer(np.array([[4.0]]), [1], method="ep", tol=1e-13,
                     likelihood=MultinomialProbit(n_classes=3))
-    mean, cov = res.posterior.latent_mean_and_covariance(np.zeros((1, 1)),
+    mean, cov = res.posterior.latent_mean_and_variance(np.zeros((1, 1)),
                                                          np.array([4.0]))
     np.testing.assert_allclose(MultinomialProbit().predict(mean, cov), 1 / 3,
                                rtol=1e-12)

@@ -630,7 +630,7 @@ def assert_matches_reference(res, ref, Kx, kd, Kx_ref, kd_ref):
     assert mode.shape == (ref.n, ref.C)
     np.testing.assert_allclose(mode, ref.f.reshape(ref.C, ref.n).T, rtol=0,
                                atol=tol.mode)
-    mean, cov = res.posterior.latent_mean_and_covariance(Kx, kd)
+    mean, cov = res.posterior.latent_mean_and_variance(Kx, kd)
     m, S = reference_predict(ref, Kx_ref, kd_ref)
     assert mean.shape == m.shape and cov.shape == S.shape
     np.testing.assert_allclose(mean, m, rtol=0, atol=tol.mean)
@@ -719,7 +719,7 @@ def test_api_two_classes_is_the_binary_logit(name, sf2):
     tol = difference_tolerances(ref, Kx, kd, max(
         softmax_route_condition(ref), logit_route_condition(K[0] + K[1], F[1] - F[0])))
     assert abs(res.log_evidence - res_b.log_evidence) < tol.evidence
-    mean, cov = res.posterior.latent_mean_and_covariance(Kx, kd)
+    mean, cov = res.posterior.latent_mean_and_variance(Kx, kd)
     np.testing.assert_allclose(mean[:, 1] - mean[:, 0], mean_b, rtol=0, atol=tol.mean)
     np.testing.assert_allclose(cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1], var_b,
                                rtol=0, atol=tol.var)

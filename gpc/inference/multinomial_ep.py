@@ -53,8 +53,9 @@ class _Posterior:
         self.alpha = self.fac.solve(Ks, self.nu_f)
         self.mu = _mv(Ks, self.alpha)
         self.posterior = MultinomialPosterior(self.alpha, self.fac.E, self.fac.M,
-                                              marginal_mean=self.mu.T)
-        self.S = self.posterior.latent_covariance(
+                                              marginal_mean=self.mu.T,
+                                              likelihood="multinomial_probit")
+        self.S = self.posterior.marginal_var = self.posterior.latent_covariance(
             list(Ks), np.stack([np.diagonal(K) for K in Ks]))
 
     def augmented(self, y, tau, nu):
