@@ -54,7 +54,10 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     and ``n_jobs``.
     """
 
-    _multinomial = False
+    def _model_likelihood(self):
+        """The likelihood that selects the inference method's variant: None,
+        the binary one (the joint estimator gives its own)."""
+        return None
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
@@ -100,8 +103,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         from ``max_iter_predict`` unless they give it."""
         options = check_options(self.method, self.inference_options,
                                 reserved=("workspace", "resume"),
-                                multinomial=self._multinomial)
-        option = get_method(self.method, self._multinomial).max_iter_option
+                                likelihood=self._model_likelihood())
+        option = get_method(self.method, self._model_likelihood()).max_iter_option
         if option is not None:
             options.setdefault(option, self.max_iter_predict)
         return options
@@ -109,7 +112,7 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
     def _check_fit_params(self):
         """Check the parameters that do not depend on the model; return the
         registered inference method and its checked options."""
-        inference = get_method(self.method, self._multinomial)
+        inference = get_method(self.method, self._model_likelihood())
         check_integer(self.max_iter_predict, "max_iter_predict", 1)
         check_integer(self.n_restarts_optimizer, "n_restarts_optimizer", 0)
         check_optimizer(self.optimizer)

@@ -34,7 +34,10 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
     """The joint softmax model (used by :class:`GaussianProcessClassifier` with
     ``multi_class="multinomial"``); ``kernel`` may be a list, one per class."""
 
-    _multinomial = True
+    def _model_likelihood(self):
+        """The joint likelihood class the parameters describe (it selects the
+        multinomial model's variant of the inference method)."""
+        return _joint_class(get_likelihood(self.likelihood))
 
     def _setup(self):
         """Check the parameters; return the model they describe (a
@@ -55,7 +58,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                              f"(the probit): likelihood={likelihood.name!r} is not "
                              "available for it (use 'logit' or 'probit').")
         inference, options = self._check_fit_params()
-        inference.check_likelihood(_joint_class(likelihood)())
+        inference.check_likelihood(self._model_likelihood()())
         return Setup(kernels, likelihood, inference, options, shared=shared)
 
     @staticmethod

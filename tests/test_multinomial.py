@@ -193,7 +193,8 @@ def test_infer_checks_the_problem():
         gpc.infer(np.zeros((0, 0)), [], likelihood="softmax")
     with pytest.raises(ValueError, match="multinomial model"):
         gpc.infer(K, [0, 1, 0], method="ep", likelihood="softmax")
-    assert gpc.available_methods(multinomial=True) == ["ep", "laplace", "vb"]
+    assert gpc.available_methods("softmax") == ["laplace", "vb"]
+    assert gpc.available_methods("multinomial_probit") == ["ep"]
 
 
 def test_infer_warm_start_and_iteration_limit():

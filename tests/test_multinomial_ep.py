@@ -325,3 +325,30 @@ def test_extreme_hyperparameters_converge_to_finite_values(wine, variance, lengt
     if length == 1e-3:      # K = variance I: every example alone, 1/3 each
         # (the inner EP's approximation of E_u[Phi(u)^2] = 1/3 is 0.2 % low)
         assert res.log_evidence == pytest.approx(len(y) * np.log(1 / 3), rel=3e-3)
+
+
+def test_one_registry_chooses_the_variant_by_likelihood():
+    from gpc.inference import get_method, register, unregister
+    from gpc.likelihoods import Softmax
+    assert get_method("ep").multinomial is False
+    assert get_method("ep", "multinomial_probit").multinomial is True
+    assert get_method("laplace", Softmax(n_classes=3)).likelihoods == (Softmax,)
+    with pytest.raises(ValueError, match="already registered"):
+        register("ep", likelihoods=(MultinomialProbit,))(lambda K, y, likelihood, *,
+                                                          init=None,
+                                                          compute_gradient=True: None)
+
+    @register("prior_probit", max_iter_option=None, has_gradient=False,
+              likelihoods=(MultinomialProbit,))
+    def prior_probit(K, y, likelihood, *, init=None, compute_gradient=True):
+        raise NotImplementedError
+
+    try:
+        assert gpc.available_methods("multinomial_probit") == ["ep", "prior_probit"]
+        assert "prior_probit" not in gpc.available_methods()
+        assert "prior_probit" not in gpc.available_methods("softmax")
+        with pytest.raises(ValueError, match="for binary problems"):
+            get_method("prior_probit")
+    finally:
+        unregister("prior_probit", "multinomial_probit")
+    assert gpc.available_methods("multinomial_probit") == ["ep"]

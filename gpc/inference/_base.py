@@ -17,9 +17,10 @@ from .._validation import (NotPositiveDefiniteError, as_kernel_matrix,
 from ..kernels import is_psd_by_construction, kernel_matrix
 from ..likelihoods import get_likelihood
 
+#: The registered methods by name: the variant for likelihoods of one latent
+#: value (binary problems) and the variant for those of C latent values (the
+#: multinomial model), either of which may be missing.
 _METHODS = {}
-#: The methods of the multinomial (softmax) model, whose latent is C functions.
-_MULTINOMIAL_METHODS = {}
 
 #: Jitter tried, relative to the mean prior variance, when a factorisation fails.
 JITTER_LADDER = (1e-10, 1e-8, 1e-6, 1e-4)
@@ -149,13 +150,14 @@ class InferenceMethod:
         without it, from that result's posterior and info alone (None when the
         result does not allow it).  The estimators use it for the evidence
         gradient at the fitted hyperparameters.
-    multinomial : bool
-        Whether it is a method of the multinomial model: ``K`` is then a
-        sequence of C matrices, ``y`` integer labels, the state arrays of shape
-        (C, n) and ``dK`` of shape (C, n, n).
     likelihoods : tuple of classes or None
-        The likelihood classes the method handles (None: every one of its
-        model's, or the method checks itself).
+        The likelihood classes the method handles (None: every likelihood of
+        one latent value, or the method checks itself).
+    multinomial : bool
+        Whether it is a method of the multinomial model (its likelihoods are of
+        C latent values, see :class:`gpc.likelihoods.MultinomialLikelihood`):
+        ``K`` is then a sequence of C matrices, ``y`` integer labels, the state
+        arrays of shape (C, n) and ``dK`` of shape (C, n, n).
     """
 
     name: str
@@ -168,12 +170,16 @@ class InferenceMethod:
     accepts_workspace: bool = False
     state_keys: tuple = ()
     posterior_dK: Optional[Callable] = None
-    multinomial: bool = False
     likelihoods: Optional[tuple] = None
 
     def __post_init__(self):
         # inspect.signature (and so help()) follows __wrapped__ to the function.
         object.__setattr__(self, "__wrapped__", self.function)
+
+    @property
+    def multinomial(self):
+        """Whether it is a method of the multinomial model."""
+        return _of_multinomial(self.likelihoods)
 
     def check_likelihood(self, likelihood):
         """Raise ValueError unless the method handles ``likelihood``."""
@@ -213,21 +219,23 @@ def _signature_options(name, fn):
 
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
              lower_bound=False, learning_needs_noise=False, state=(),
-             posterior_dK=None, multinomial=False, likelihoods=None):
+             posterior_dK=None, likelihoods=None):
     """Decorator registering an inference function under ``name``.
 
     The function is returned unchanged; :func:`get_method` returns the
     :class:`InferenceMethod` made from it.  See :class:`InferenceMethod` for the
     meaning of the arguments (``workspace`` sets ``accepts_workspace``, ``state``
-    sets ``state_keys``).  The methods of the binary model and those of the
-    multinomial one (``multinomial=True``) have separate names; ``likelihoods``
-    restricts a method to some likelihood classes.
+    sets ``state_keys``).  ``likelihoods`` restricts a method to some
+    likelihood classes; one name may have a variant for binary problems and a
+    variant for the multinomial model (``likelihoods`` of C latent values),
+    which :func:`get_method` chooses by the likelihood.
 
     Raises
     ------
     ValueError
-        If ``name`` is already registered, or ``max_iter_option`` or ``workspace``
-        names a parameter that the function does not have.
+        If ``name`` is already registered for the same model, or
+        ``max_iter_option`` or ``workspace`` names a parameter that the
+        function does not have.
     TypeError
         If the function does not have a method's signature.
 
@@ -250,10 +258,11 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     >>> unregister("prior_only")
     """
 
-    registry = _registry(multinomial)
+    if likelihoods is not None:
+        likelihoods = tuple(likelihoods)
 
     def deco(fn):
-        if name in registry:
+        if _variant(name, _of_multinomial(likelihoods)) is not None:
             raise ValueError(f"an inference method {name!r} is already registered.")
         options = _signature_options(name, fn)
         for what, option in (("max_iter_option", max_iter_option),
@@ -261,26 +270,41 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
             if option is not None and option not in options:
                 raise ValueError(f"method {name!r}: {what} names {option!r}, which "
                                  "is not an option of its function.")
-        registry[name] = InferenceMethod(
+        method = InferenceMethod(
             name=name, function=fn, options=options, max_iter_option=max_iter_option,
             has_gradient=has_gradient, lower_bound=lower_bound,
             learning_needs_noise=learning_needs_noise, accepts_workspace=workspace,
-            state_keys=tuple(state), posterior_dK=posterior_dK,
-            multinomial=multinomial,
-            likelihoods=None if likelihoods is None else tuple(likelihoods))
+            state_keys=tuple(state), posterior_dK=posterior_dK, likelihoods=likelihoods)
+        _METHODS.setdefault(name, []).append(method)
         return fn
 
     return deco
 
 
-def _registry(multinomial):
-    return _MULTINOMIAL_METHODS if multinomial else _METHODS
+def _of_multinomial(likelihoods):
+    """Whether a method restricted to these likelihood classes is one of the
+    multinomial model."""
+    return likelihoods is not None and all(c.multinomial for c in likelihoods)
 
 
-def unregister(name, multinomial=False):
-    """Remove the method ``name`` from the registry (ValueError if unknown)."""
-    get_method(name, multinomial)
-    del _registry(multinomial)[name]
+def _variant(name, multinomial):
+    """The method registered as ``name`` for the model, or None."""
+    return next((m for m in _METHODS.get(name, ()) if m.multinomial == multinomial),
+                None)
+
+
+def _is_multinomial(likelihood):
+    """Whether ``likelihood`` (None: a binary one) is of C latent values."""
+    return likelihood is not None and get_likelihood(likelihood).multinomial
+
+
+def unregister(name, likelihood=None):
+    """Remove the method ``name`` for the model of ``likelihood`` (None: for
+    binary problems) from the registry (ValueError if unknown)."""
+    method = get_method(name, likelihood)
+    _METHODS[name].remove(method)
+    if not _METHODS[name]:
+        del _METHODS[name]
 
 
 def workspace_array(workspace, key, shape):
@@ -303,27 +327,42 @@ def workspace_array(workspace, key, shape):
     return a
 
 
-def available_methods(multinomial=False):
-    """Names accepted by :func:`~gpc.infer`'s ``method`` (for the multinomial
-    model's likelihoods when ``multinomial``)."""
-    return sorted(_registry(multinomial))
+def available_methods(likelihood=None):
+    """Names accepted by :func:`~gpc.infer`'s ``method`` with ``likelihood``: the
+    methods of its model (None: of binary problems) that handle it.
+
+    Examples
+    --------
+    >>> import gpc
+    >>> gpc.available_methods("multinomial_probit")
+    ['ep']
+    """
+    multinomial = _is_multinomial(likelihood)
+    lik = None if likelihood is None else get_likelihood(likelihood)
+    return sorted(m.name for variants in _METHODS.values() for m in variants
+                  if m.multinomial == multinomial and (
+                      lik is None or m.likelihoods is None
+                      or isinstance(lik, m.likelihoods)))
 
 
-def get_method(method, multinomial=False):
-    """The :class:`~gpc.inference.InferenceMethod` registered as ``method``
-    (ValueError if none), for the binary model or the multinomial one."""
-    try:
-        return _registry(multinomial)[method]
-    except (KeyError, TypeError):
+def get_method(method, likelihood=None):
+    """The :class:`~gpc.inference.InferenceMethod` registered as ``method`` for
+    the model of ``likelihood`` (None: binary problems); ValueError if none."""
+    multinomial = _is_multinomial(likelihood)
+    found = _variant(method, multinomial) if isinstance(method, str) else None
+    if found is None:
         model = "the multinomial model" if multinomial else "binary problems"
-        raise ValueError(
-            f"Unknown inference method {method!r} for {model}; choose one of "
-            f"{available_methods(multinomial)}.") from None
+        names = sorted(n for n, v in _METHODS.items()
+                       if any(m.multinomial == multinomial for m in v))
+        raise ValueError(f"Unknown inference method {method!r} for {model}; choose "
+                         f"one of {names}.")
+    return found
 
 
-def method_options(method, multinomial=False):
-    """The options of ``method`` and their defaults (a new dict)."""
-    return dict(get_method(method, multinomial).options)
+def method_options(method, likelihood=None):
+    """The options of ``method`` (for the model of ``likelihood``, see
+    :func:`get_method`) and their defaults (a new dict)."""
+    return dict(get_method(method, likelihood).options)
 
 
 def _option_type(default):
@@ -340,7 +379,7 @@ def _option_type(default):
     return None
 
 
-def check_options(method, options, reserved=(), multinomial=False):
+def check_options(method, options, reserved=(), likelihood=None):
     """The options of ``method`` as a new dict, their names and types checked.
 
     Each option takes values of the type of its default (a bool, an integer, a
@@ -361,7 +400,7 @@ def check_options(method, options, reserved=(), multinomial=False):
     if not isinstance(options, Mapping):
         raise TypeError("the inference options must be a dict of option names and "
                         f"values, got {reprlib.repr(options)}.")
-    known = {k: v for k, v in method_options(method, multinomial).items()
+    known = {k: v for k, v in method_options(method, likelihood).items()
              if k not in reserved}
     for name, value in options.items():
         if name not in known:
@@ -374,7 +413,7 @@ def check_options(method, options, reserved=(), multinomial=False):
     return dict(options)
 
 
-def check_init(method, init, shape, multinomial=False):
+def check_init(method, init, shape, likelihood=None):
     """Refuse an ``init`` that ``method`` cannot warm-start from.
 
     ``init`` must be None or a mapping holding the method's state arrays (see
@@ -388,7 +427,7 @@ def check_init(method, init, shape, multinomial=False):
     """
     if init is None:
         return
-    keys = get_method(method, multinomial).state_keys
+    keys = get_method(method, likelihood).state_keys
     shape = tuple(shape)
     if not (isinstance(init, Mapping) and all(k in init for k in keys)):
         what = (f"keys {list(init)}" if isinstance(init, Mapping)
@@ -537,9 +576,9 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
     True
     """
     lik = get_likelihood(likelihood)
-    fn = get_method(method, lik.multinomial)
+    fn = get_method(method, lik)
     fn.check_likelihood(lik)
-    options = check_options(method, options, multinomial=lik.multinomial)
+    options = check_options(method, options, likelihood=lik)
     if lik.multinomial:
         Kf, yv = multinomial_problem(K, y, lik)
         shape, distinct = (len(Kf), yv.shape[0]), {id(k): k for k in Kf}.values()
@@ -549,7 +588,7 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
             raise ValueError("K is 0 x 0: gpc.infer needs at least one example.")
         yv = lik.check_targets(y, Kf.shape[0])
         shape, distinct = (Kf.shape[0],), (Kf,)
-    check_init(method, init, shape, lik.multinomial)
+    check_init(method, init, shape, lik)
     # K exists; the method needs at least a factorisation and an inverse besides
     # (per class for the multinomial model).
     check_full_fit_memory(shape[-1], f"gpc.infer(method={method!r})",

@@ -208,7 +208,7 @@ def _evidence_dK(Ks, fac, pi, alpha):
     return dK
 
 
-@register("laplace", multinomial=True, state=("alpha",), likelihoods=(Softmax,))
+@register("laplace", state=("alpha",), likelihoods=(Softmax,))
 def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
                         tol=1e-10, max_iter=100):
     """Laplace approximation of the multinomial (softmax) GP classification posterior.
@@ -258,8 +258,7 @@ def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
     return _result("laplace", likelihood, K, Y, alpha, F, fac, dK, info)
 
 
-@register("vb", multinomial=True, lower_bound=True, state=("alpha",),
-          likelihoods=(Softmax,))
+@register("vb", lower_bound=True, state=("alpha",), likelihoods=(Softmax,))
 def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
                    max_iter=100):
     """Bohning's lower bound on the multinomial (softmax) evidence.

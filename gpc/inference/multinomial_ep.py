@@ -136,8 +136,7 @@ def _accelerated_step(accel, tau, nu, new_tau, new_nu, step):
     nu.ravel()[:] = mixed[n_sites:]
 
 
-@register("ep", multinomial=True, state=("tau", "nu"),
-          likelihoods=(MultinomialProbit,))
+@register("ep", state=("tau", "nu"), likelihoods=(MultinomialProbit,))
 def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
                    damping=1.0, tol=1e-8, max_iter=500):
     """Nested expectation propagation for the multinomial probit model.
