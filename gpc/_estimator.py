@@ -251,7 +251,7 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
                                  f"{all_classes}.")
             if first:
                 base = self._wrap(binary, all_classes)
-            elif all_classes.size > 2 and not self._multinomial():
+            elif self._is_wrapper():
                 # A wrapper updates its binary problems one after another: a
                 # copy is updated, so that a failure leaves none of them changed.
                 base = copy.deepcopy(self.base_estimator_)
@@ -288,9 +288,14 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
         binary.__dict__.pop("_prepared", None)
         return _WRAPPERS[self.multi_class](binary, n_jobs=self.n_jobs)
 
+    def _is_wrapper(self):
+        """Whether the fitted estimator is a ``multi_class`` wrapper of binary
+        ones (rather than one model of every class)."""
+        return isinstance(self.base_estimator_, tuple(_WRAPPERS.values()))
+
     def _binaries(self):
         """The fitted binary estimators (one, or the wrapper's)."""
-        if self.n_classes_ == 2 or self._multinomial():
+        if not self._is_wrapper():
             return [self.base_estimator_]
         return list(self.base_estimator_.estimators_)
 
@@ -360,7 +365,7 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
         """The fitted kernel: a CompoundKernel of the binary ones for > 2 classes
         one-vs-rest or one-vs-one, and of the classes' kernels for a multinomial
         model with one kernel per class."""
-        if self.n_classes_ == 2 or self._multinomial():
+        if not self._is_wrapper():
             return self.base_estimator_.kernel_
         return CompoundKernel([e.kernel_ for e in self._binaries()])
 
@@ -381,7 +386,7 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
             classes' latent values at each input)
         """
         check_is_fitted(self)
-        if self.n_classes_ > 2 and not self._multinomial():
+        if self._is_wrapper():
             raise ValueError("Returning the mean and variance of the latent function f "
                              "is only supported for binary classification, received "
                              f"{self.n_classes_} classes.")

@@ -293,7 +293,7 @@ class GaussianProcessClassifier(ClassifierFront):
                 raise ValueError("Gradient can only be evaluated for theta!=None")
             return self.log_marginal_likelihood_value_
         theta = np.asarray(theta, dtype=np.float64)
-        if self.n_classes_ == 2 or self._multinomial():
+        if not self._is_wrapper():
             return self.base_estimator_.log_marginal_likelihood(
                 theta, eval_gradient, clone_kernel=clone_kernel)
         if eval_gradient:
