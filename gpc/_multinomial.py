@@ -148,7 +148,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
         mean, cov = np.empty((len(X), C)), np.empty((len(X), C, C))
         for sl, K_cross, k_diag in self._cross_chunks(X):
             mean[sl], cov[sl] = self.posterior_.latent_mean_and_variance(K_cross,
-                                                                           k_diag)
+                                                                         k_diag)
         return mean, cov
 
     def predict_proba(self, X):
