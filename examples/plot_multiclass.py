@@ -6,10 +6,11 @@ Three classes: one joint model or one-vs-rest
 With more than two classes, ``multi_class="one_vs_rest"`` (scikit-learn's way)
 fits one binary model per class and normalises their probabilities, while
 ``multi_class="multinomial"`` fits one joint model: a latent function per class
-and the softmax likelihood, with one evidence for all of them. We fit both on
-three overlapping 2-D classes, each learning ``C * RBF`` by its own evidence, and
-draw each model's probabilities as colours (red, green and blue for the three
-classes; pale where the model is unsure).
+and one evidence for all of them, with the softmax likelihood (Laplace, vb) or
+the multinomial probit (nested EP). We fit them on three overlapping 2-D
+classes, each learning ``C * RBF`` by its own evidence, and draw each model's
+probabilities as colours (red, green and blue for the three classes; pale where
+the model is unsure).
 """
 
 import matplotlib.pyplot as plt
@@ -31,6 +32,9 @@ models = {
         C(1.0) * RBF(1.0), multi_class="multinomial"),
     "multinomial, vb": gpc.GaussianProcessClassifier(
         C(1.0) * RBF(1.0), multi_class="multinomial", method="vb"),
+    "multinomial probit, EP": gpc.GaussianProcessClassifier(
+        C(1.0) * RBF(1.0), multi_class="multinomial", method="ep",
+        likelihood="probit"),
 }
 for name, clf in models.items():
     clf.fit(X_train, y_train)
@@ -42,7 +46,7 @@ for name, clf in models.items():
 # The joint model's latent predictive at a test point is a C-dimensional Gaussian:
 # ``latent_mean_and_variance`` returns means of shape (m, C) and covariances of
 # shape (m, C, C).
-mean, cov = models["multinomial, vb"].latent_mean_and_variance(X_test[:1])
+mean, cov = models["multinomial probit, EP"].latent_mean_and_variance(X_test[:1])
 print("latent mean at the first test point:", np.round(mean[0], 2))
 print("latent standard deviations:", np.round(np.sqrt(np.diag(cov[0])), 2))
 
@@ -51,7 +55,7 @@ print("latent standard deviations:", np.round(np.sqrt(np.diag(cov[0])), 2))
 g0, g1 = np.linspace(-5, 5, 50), np.linspace(-3.5, 6, 50)
 G = np.array(np.meshgrid(g0, g1)).reshape(2, -1).T
 colours = np.array([[0.85, 0.2, 0.2], [0.2, 0.65, 0.2], [0.2, 0.3, 0.9]])
-fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
+fig, axes = plt.subplots(1, 4, figsize=(16, 4.2), sharey=True)
 for ax, (name, clf) in zip(axes, models.items()):
     P = clf.predict_proba(G)
     ax.imshow((P @ colours).reshape(len(g1), len(g0), 3), origin="lower",
