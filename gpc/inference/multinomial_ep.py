@@ -4,7 +4,7 @@ functions (Riihimaki, Jylanki & Vehtari, JMLR 14, 2013).
 The outer EP approximates each example's likelihood ``p(y_i | f_i)`` by a
 Gaussian site in its C latent values and updates all sites in parallel from the
 posterior marginals; the tilted distributions are approximated by the inner EP
-of :mod:`gpc.likelihoods._multinomial_probit`, one sweep per outer iteration
+of ``gpc.likelihoods._multinomial_probit``, one sweep per outer iteration
 from the previous inner sites.  A site's precision has the structure of the
 softmax's Hessian, so the posterior takes the n x n factorisations of Laplace's
 multinomial model (:class:`gpc.inference.multinomial._Factors`): ``O(C n^3)``
@@ -183,7 +183,7 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
     *Sites.*  The inner sites of example i, ``exp(nu_ij s - tau_ij s^2 / 2)`` in
     ``s = u_i + f_{i y_i} - f_ij``, give, with u integrated out, a Gaussian site
     in ``f_i`` of precision ``D_i - d_i d_i' / sum(d_i)``, ``d_i`` made of 1 at
-    the label and ``tau_ij`` elsewhere (:mod:`gpc.likelihoods._multinomial_probit`).
+    the label and ``tau_ij`` elsewhere (see :class:`gpc.likelihoods.MultinomialProbit`).
     The precisions ``tau_ij`` are positive (the probit is log-concave).
 
     *Iteration.*  Each iteration computes the posterior marginals of all

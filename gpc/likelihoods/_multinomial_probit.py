@@ -158,7 +158,7 @@ def outer_sites(y, tau, nu):
     coefficient ``nu_f`` (C, n), and the log of its constant factor (n,) (the
     factors ``Z~`` of the inner sites excluded).
     """
-    n, idx = y.shape[0], np.arange(y.shape[0])
+    idx = np.arange(y.shape[0])
     d = tau.copy()
     d[y, idx] = 1.0
     total = d.sum(axis=0)                                      # 1 + sum tau
