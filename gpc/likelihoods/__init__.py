@@ -57,7 +57,7 @@ Examples
 
 from ._base import (LIK_GAUSSIAN, LIK_LAPLACE, LIK_LOGIT, LIK_NOISY_THRESHOLD,
                     LIK_ONE_SIDED, LIK_PROBIT, LIK_PYTHON, LIK_STEP, Likelihood,
-                    NotDifferentiableError, get_likelihood)
+                    LikelihoodBase, NotDifferentiableError, get_likelihood)
 # The modules register their classes as they are imported, in this order: the order
 # in which get_likelihood lists the names.
 from ._classification import Logit, NoisyThreshold, Probit, Step
@@ -67,6 +67,7 @@ from ._multinomial_probit import MultinomialProbit
 
 __all__ = [
     "Likelihood",
+    "LikelihoodBase",
     "Probit",
     "Logit",
     "NoisyThreshold",

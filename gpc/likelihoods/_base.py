@@ -95,61 +95,36 @@ def _shaped(out, shape):
     return out.reshape(shape)[()]
 
 
-class Likelihood:
-    """Base class of the likelihoods p(y | f): binary, y in {-1, +1}, or regression.
+class LikelihoodBase:
+    """What every likelihood shares, of one latent value per example
+    (:class:`Likelihood`) or of C (:class:`MultinomialLikelihood`): the
+    scikit-learn style parameters and the vector of numerical parameters.
 
-    The built-in subclasses fix a ``LIK_*`` code, whose compiled closed forms do
-    the computations.  A likelihood written in Python subclasses this class,
-    keeps ``code = LIK_PYTHON`` and defines :meth:`log_lik` only (vectorised, with
-    broadcasting); :meth:`derivatives` then come from finite differences and
-    :meth:`gauss_moments` and :meth:`predict` from quadrature, and every method
-    that handles a likelihood of one latent value (Laplace, EP, PL, ADF, sparse
-    EP) calls them.  It may override :meth:`derivatives` or
-    :meth:`gauss_moments` with exact ones (same signature and return values);
-    see "Adding a likelihood" in ``CONTRIBUTING.md``.  Objects carry no fitted state: they are cheap to copy, picklable, and
-    follow scikit-learn's parameter conventions (``get_params`` / ``set_params``;
-    constructor arguments are stored untouched), so they can be estimator
-    parameters and pass through :func:`sklearn.base.clone`.
+    Objects carry no fitted state: they are cheap to copy, picklable, and
+    follow scikit-learn's parameter conventions (``get_params`` /
+    ``set_params``; constructor arguments are stored untouched), so they can be
+    estimator parameters and pass through :func:`sklearn.base.clone`.
 
     Attributes
     ----------
-    code : int
-        The ``LIK_*`` code passed to the Cython kernels (``LIK_PYTHON`` for a
-        likelihood written in Python).
     name : str
         Short name, as accepted by :func:`~gpc.get_likelihood`.
-    has_derivatives : bool
-        Whether :meth:`derivatives` is available (needed by Laplace's method).
-        True by default: set it to False for a log density that is not smooth
-        in f.
     is_classification : bool
-        True for the binary likelihoods (labels in {-1, +1}), False for the
-        regression likelihoods :class:`Gaussian`, :class:`Laplace` and
-        :class:`OneSidedExponential` (real targets).
+        True for the classification likelihoods (labels), False for the
+        regression ones (real targets).
     multinomial : bool
-        True for :class:`Softmax` and :class:`MultinomialProbit`, the
-        likelihoods of C latent values (labels ``0 .. C - 1``); False for the
-        others, of one latent value.
-    has_em_statistic : bool
-        Whether :meth:`em_statistic` and :meth:`em_update` are available (the
-        regression likelihoods).
-    log_concave : bool
-        Whether log p(y | f) is concave in f (all but the noisy threshold).
-        Without it the posterior can be multimodal, Laplace's mode and EP's and
-        PL's fixed points need not be unique, and which one a run reaches can
-        change with the hyperparameters, so the evidence may jump there.
+        True for the likelihoods of C latent values (labels ``0 .. C - 1``),
+        :class:`Softmax` and :class:`MultinomialProbit`; False for those of one
+        latent value.
     param_names : tuple of str
         Names of the entries of :attr:`params`.
     """
 
-    code = LIK_PYTHON
     name = "likelihood"
-    has_derivatives = True
     is_classification = True
-    has_em_statistic = False
-    log_concave = True
     multinomial = False
     param_names = ()
+    _abstract = True            # a base class, not a likelihood
 
     # --- scikit-learn style parameters -----------------------------------------
     @classmethod
@@ -227,6 +202,55 @@ class Likelihood:
         if len(self.param_names):
             new.set_params(**{k: float(p) for k, p in zip(self.param_names, params)})
         return new
+
+class Likelihood(LikelihoodBase):
+    """Base class of the likelihoods p(y | f): binary, y in {-1, +1}, or regression.
+
+    The built-in subclasses fix a ``LIK_*`` code, whose compiled closed forms do
+    the computations.  A likelihood written in Python subclasses this class,
+    keeps ``code = LIK_PYTHON`` and defines :meth:`log_lik` only (vectorised, with
+    broadcasting); :meth:`derivatives` then come from finite differences and
+    :meth:`gauss_moments` and :meth:`predict` from quadrature, and every method
+    that handles a likelihood of one latent value (Laplace, EP, PL, ADF, sparse
+    EP) calls them.  It may override :meth:`derivatives` or
+    :meth:`gauss_moments` with exact ones (same signature and return values);
+    see "Adding a likelihood" in ``CONTRIBUTING.md``.  Parameters and their
+    conventions as :class:`LikelihoodBase`.
+
+    Attributes
+    ----------
+    code : int
+        The ``LIK_*`` code passed to the Cython kernels (``LIK_PYTHON`` for a
+        likelihood written in Python).
+    name : str
+        Short name, as accepted by :func:`~gpc.get_likelihood`.
+    has_derivatives : bool
+        Whether :meth:`derivatives` is available (needed by Laplace's method).
+        True by default: set it to False for a log density that is not smooth
+        in f.
+    is_classification : bool
+        True for the binary likelihoods (labels in {-1, +1}), False for the
+        regression likelihoods :class:`Gaussian`, :class:`Laplace` and
+        :class:`OneSidedExponential` (real targets).
+    has_em_statistic : bool
+        Whether :meth:`em_statistic` and :meth:`em_update` are available (the
+        regression likelihoods).
+    log_concave : bool
+        Whether log p(y | f) is concave in f (all but the noisy threshold).
+        Without it the posterior can be multimodal, Laplace's mode and EP's and
+        PL's fixed points need not be unique, and which one a run reaches can
+        change with the hyperparameters, so the evidence may jump there.
+    param_names : tuple of str
+        Names of the entries of :attr:`params`.
+    """
+
+    _abstract = True
+    code = LIK_PYTHON
+    name = "likelihood"
+    has_derivatives = True
+    is_classification = True
+    has_em_statistic = False
+    log_concave = True
 
     @property
     def quad_x(self):
@@ -669,9 +693,10 @@ def get_likelihood(spec):
     >>> get_likelihood(Logit(gh_order=32))
     Logit(gh_order=32, predictive='quadrature')
     """
-    if isinstance(spec, Likelihood):
+    if isinstance(spec, LikelihoodBase):
         return copy.deepcopy(spec).validate()
-    if isinstance(spec, type) and issubclass(spec, Likelihood) and spec is not Likelihood:
+    if isinstance(spec, type) and issubclass(spec, LikelihoodBase) and not vars(
+            spec).get("_abstract"):
         return spec()
     if isinstance(spec, str):
         key = spec.strip().lower().replace("-", "_").replace(" ", "_")

@@ -7,7 +7,7 @@ from scipy.special import ndtr, ndtri
 from scipy.stats import qmc
 
 from .. import _moments, _softmax
-from ._base import Likelihood, _check_count, _register
+from ._base import LikelihoodBase, _check_count, _register
 
 
 def softmax(F, axis=0, overwrite=False):
@@ -36,11 +36,27 @@ def log_normaliser(F, axis=0):
     return np.squeeze(top, axis) + np.log(np.sum(np.exp(F - top), axis=axis))
 
 
-class MultinomialLikelihood(Likelihood):
+class MultinomialLikelihood(LikelihoodBase):
     """Base of the likelihoods of C latent values per example (labels ``0 .. C -
-    1``): they have no one-dimensional moments or derivatives."""
+    1``), the multinomial model's.
 
+    A subclass defines ``log_lik(y, F)`` (F of shape (C, n)) and ``predict(mean,
+    cov)`` (class probabilities for latent Gaussians of means (m, C) and
+    covariances (m, C, C)), and the methods registered for it do the rest.
+    """
+
+    _abstract = True
     multinomial = True
+    n_classes = None
+
+    def log_lik(self, y, F):
+        """``log p(y_i | f_i)`` for labels y (n,) and latent values F (C, n)."""
+        raise NotImplementedError
+
+    def predict(self, mean, cov):
+        """Class probabilities (m, C) for latent means (m, C) and covariances
+        (m, C, C)."""
+        raise NotImplementedError
 
     def check_targets(self, y, n=None):
         """Integer labels ``0, 1, ..., C - 1`` as an int64 array (ValueError otherwise)."""
@@ -59,12 +75,6 @@ class MultinomialLikelihood(Likelihood):
             raise ValueError(f"y must hold labels 0 .. {'C' if top is None else top} - 1,"
                              f" got {int(y.min())} .. {int(y.max())}.")
         return y.astype(np.int64)
-
-    def _binary_only(self, *args, **kwargs):
-        raise TypeError(f"the {self.name} likelihood has C latent values per example: it "
-                        "has no one-dimensional moments or derivatives.")
-
-    derivatives = gauss_moments = em_statistic = em_update = _binary_only
 
     def _checked_moments(self, mean, cov):
         """The arguments of ``predict`` as float64 arrays, checked (the
@@ -150,7 +160,6 @@ class Softmax(MultinomialLikelihood):
     """
 
     name = "softmax"
-    has_derivatives = True
 
     def __init__(self, n_classes=None, n_points=None):
         self.n_classes = n_classes

@@ -72,7 +72,6 @@ class MultinomialProbit(MultinomialLikelihood):
     """
 
     name = "multinomial_probit"
-    has_derivatives = False
 
     def __init__(self, n_classes=None):
         self.n_classes = n_classes
