@@ -130,9 +130,10 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         kernel = default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
         likelihood = get_likelihood(self.likelihood)
         if likelihood.multinomial:
-            raise ValueError("the 'softmax' likelihood is the multinomial model's: "
-                             "use multi_class='multinomial' (with the default "
-                             "likelihood='logit').")
+            raise ValueError(f"the {likelihood.name!r} likelihood is the multinomial "
+                             "model's: use multi_class='multinomial' (with "
+                             "likelihood='logit' for the softmax, 'probit' for the "
+                             "multinomial probit).")
         if not likelihood.is_classification:
             raise ValueError(f"likelihood {likelihood.name!r} is a regression likelihood;"
                              " GaussianProcessClassifier needs a classification one "

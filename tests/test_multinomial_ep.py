@@ -352,3 +352,21 @@ def test_one_registry_chooses_the_variant_by_likelihood():
     finally:
         unregister("prior_probit", "multinomial_probit")
     assert gpc.available_methods("multinomial_probit") == ["ep"]
+
+
+def test_multinomial_likelihoods_are_not_one_latent_value_likelihoods(wine):
+    from gpc.likelihoods import (Likelihood, LikelihoodBase, MultinomialLikelihood,
+                                 Softmax, get_likelihood)
+    for lik in (Softmax(), MultinomialProbit()):
+        assert isinstance(lik, (LikelihoodBase, MultinomialLikelihood))
+        assert not isinstance(lik, Likelihood)
+        assert not hasattr(lik, "gauss_moments")
+    for base in (LikelihoodBase, Likelihood, MultinomialLikelihood):
+        with pytest.raises(TypeError, match="must be a name"):
+            get_likelihood(base)
+    X, y = wine
+    for lik in ("softmax", "multinomial_probit"):
+        with pytest.raises(ValueError, match="no joint multi-class model"):
+            gpc.SparseGPClassifier(likelihood=lik).fit(X, y)
+        with pytest.raises(ValueError, match=f"'{lik}' likelihood is the multinomial"):
+            GaussianProcessClassifier(likelihood=lik).fit(X, y)

@@ -183,6 +183,10 @@ class _SparseGP(BaseEstimator):
         kernel = default_kernel() if self.kernel is None else clone(as_kernel(self.kernel))
         likelihood = get_likelihood(self._default_likelihood if self.likelihood is None
                                     else self.likelihood)
+        if likelihood.multinomial:
+            raise ValueError(f"{self._name} has no joint multi-class model: the "
+                             f"{likelihood.name!r} likelihood is "
+                             "GaussianProcessClassifier(multi_class='multinomial')'s.")
         if likelihood.is_classification != self._classification:
             kind = "classification" if self._classification else "regression"
             raise ValueError(f"{self._name} needs a {kind} likelihood, got "
