@@ -96,9 +96,12 @@ def _shaped(out, shape):
 
 
 class LikelihoodBase:
-    """What every likelihood shares, of one latent value per example
-    (:class:`Likelihood`) or of C (:class:`MultinomialLikelihood`): the
-    scikit-learn style parameters and the vector of numerical parameters.
+    """Base of every likelihood: parameters and their conventions.
+
+    What the likelihoods of one latent value per example
+    (:class:`gpc.likelihoods.Likelihood`) and those of C
+    (:class:`gpc.likelihoods.MultinomialLikelihood`) share: the scikit-learn
+    style parameters and the vector of numerical parameters.
 
     Objects carry no fitted state: they are cheap to copy, picklable, and
     follow scikit-learn's parameter conventions (``get_params`` /

@@ -37,8 +37,9 @@ def log_normaliser(F, axis=0):
 
 
 class MultinomialLikelihood(LikelihoodBase):
-    """Base of the likelihoods of C latent values per example (labels ``0 .. C -
-    1``), the multinomial model's.
+    """Base of the likelihoods of C latent values per example.
+
+    The multinomial model's likelihoods, of labels ``0 .. C - 1``.
 
     A subclass defines ``log_lik(y, F)`` (F of shape (C, n)) and ``predict(mean,
     cov)`` (class probabilities for latent Gaussians of means (m, C) and
