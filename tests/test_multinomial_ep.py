@@ -370,3 +370,19 @@ def test_multinomial_likelihoods_are_not_one_latent_value_likelihoods(wine):
             gpc.SparseGPClassifier(likelihood=lik).fit(X, y)
         with pytest.raises(ValueError, match=f"'{lik}' likelihood is the multinomial"):
             GaussianProcessClassifier(likelihood=lik).fit(X, y)
+
+
+def test_a_warm_start_that_fails_is_redone_from_the_prior(wine):
+    X, y = wine
+    K = _rbf(X, 20.0, 3.0)
+    cold = ep(K, y)
+    assert cold.info["warm_start_rejected"] is False
+    # Sites far from any fixed point, which the iteration limit stops short of.
+    bad = {"tau": np.full(cold.state["tau"].shape, 1e6), "nu": cold.state["nu"] * 1e3}
+    with pytest.warns(ConvergenceWarning):
+        ep(K, y, init=bad, max_iter=3)
+    # From them EP needs more iterations than from the prior (17 against 14
+    # measured): with one more than the prior's, the warm run is redone.
+    redone = ep(K, y, init=bad, max_iter=cold.info["n_iter"] + 1)
+    assert redone.info["converged"] and redone.info["warm_start_rejected"]
+    assert redone.log_evidence == pytest.approx(cold.log_evidence, abs=1e-9)

@@ -24,23 +24,25 @@ from ._base import InferenceResult, NumericalError, register
 _MAX_HALVINGS = 40
 
 
-def _cholesky(A, what, clean=False):
+def _cholesky(A, what, method, clean=False):
     """Lower Cholesky factor of the symmetric positive definite A (Fortran-ordered,
-    overwritten; zero above the diagonal with ``clean``)."""
+    overwritten; zero above the diagonal with ``clean``); a failure is a
+    NumericalError of ``method``."""
     L = np.asfortranarray(A)
     info = cholesky(L, clean)
     if info != 0:
         raise NumericalError(f"multinomial model: the Cholesky factorisation of {what}"
                              f" failed (LAPACK info {info}); the kernel matrices are "
-                             "probably not positive semi-definite.", "laplace")
+                             "probably not positive semi-definite.", method)
     return L
 
 
 class _Factors:
     """The n x n factorisations for a curvature ``W = D - k D R R' D`` with
     ``D = diag(d)``, d of shape (C, n), and ``k = 1 / sum_c d_c`` at each point
-    (R the stacked identities): the softmax's negative Hessian (d = pi, k = 1)
-    or Bohning's bound on it (d = 1/2).
+    (R the stacked identities): the softmax's negative Hessian (d = pi, k = 1),
+    Bohning's bound on it (d = 1/2), or the precision of multinomial EP's
+    sites (d from the sites).  A failure is a NumericalError of ``method``.
 
     ``E_c = (K_c + D_c^{-1})^{-1} = D_c^{1/2} B_c^{-1} D_c^{1/2}`` with ``B_c = I +
     D_c^{1/2} K_c D_c^{1/2}``, and ``M`` the lower Cholesky factor of ``P =
@@ -48,7 +50,7 @@ class _Factors:
     ``sum_c log|B_c| + log|k P|``.
     """
 
-    def __init__(self, Ks, d):
+    def __init__(self, Ks, d, method="laplace"):
         C, n = d.shape
         self.E = np.empty((C, n, n))
         self.half_logdet = -0.5 * float(np.sum(np.log(np.sum(d, axis=0))))
@@ -61,16 +63,16 @@ class _Factors:
             sd = np.sqrt(d[c])
             B = (sd[:, None] * Ks[c]) * sd        # C-ordered, symmetric
             B.flat[::n + 1] += 1.0
-            L = _cholesky(B.T, "I + sqrt(D) K sqrt(D)")
+            L = _cholesky(B.T, "I + sqrt(D) K sqrt(D)", method)
             logdet_c = float(np.sum(np.log(np.diagonal(L))))
             self.half_logdet += logdet_c
             info = cho_inverse(L)
             Binv = L
             if info != 0:
                 raise NumericalError("multinomial model: inverting B failed (LAPACK"
-                                     f" info {info}).", "laplace")
+                                     f" info {info}).", method)
             np.multiply(sd[:, None] * symmetric_from_lower(Binv), sd, out=self.E[c])
-        self.M = _cholesky(np.asfortranarray(self.E.sum(axis=0)), "sum_c E_c",
+        self.M = _cholesky(np.asfortranarray(self.E.sum(axis=0)), "sum_c E_c", method,
                            clean=True)
         self.half_logdet += float(np.sum(np.log(np.diagonal(self.M))))
 

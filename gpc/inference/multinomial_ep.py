@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._anderson import Anderson
 from .._validation import check_integer, check_real
 from ..likelihoods import MultinomialProbit
 from ..likelihoods._multinomial_probit import (augmented, inner_sweep,
@@ -24,7 +25,6 @@ from ..likelihoods._multinomial_probit import (augmented, inner_sweep,
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
 from .multinomial import _explicit_dK, _Factors, _mv
-from .variational import _Anderson
 
 #: Past iterations mixed by the Anderson acceleration of the outer EP.
 ANDERSON_MEMORY = 5
@@ -45,11 +45,7 @@ class _Posterior:
 
     def __init__(self, Ks, y, tau, nu):
         self.d, self.nu_f, self.const = outer_sites(y, tau, nu)
-        try:
-            self.fac = _Factors(Ks, self.d)
-        except NumericalError as exc:
-            raise NumericalError(exc.args[0].replace("multinomial model",
-                                                     "multinomial EP"), "ep") from exc
+        self.fac = _Factors(Ks, self.d, "ep")
         self.alpha = self.fac.solve(Ks, self.nu_f)
         self.mu = _mv(Ks, self.alpha)
         self.posterior = MultinomialPosterior(self.alpha, self.fac.E, self.fac.M,
@@ -90,7 +86,7 @@ def _run(Ks, y, tau, nu, damping, tol, max_iter):
     Anderson-accelerated; returns ``(posterior, n_iter, converged, damping,
     n_skipped)``, the posterior at the returned sites."""
     J = other_classes(y, len(Ks))
-    accel = _Anderson(ANDERSON_MEMORY)
+    accel = Anderson(ANDERSON_MEMORY)
     step, last, skipped = damping, np.inf, 0
     best, stalled = np.inf, 0
     for it in range(max_iter + 1):
@@ -154,7 +150,9 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
     likelihood : MultinomialProbit
     init : dict, optional
         A previous result's ``state`` (``{"tau", "nu"}``, each of shape (C, n))
-        to start from instead of the prior.
+        to start from instead of the prior.  If that run fails or does not
+        converge, EP runs again from the prior
+        (``info["warm_start_rejected"]``).
     compute_gradient : bool, default=True
         Whether to compute ``dK``.
     damping : float in (0, 1], default=1.0
@@ -174,9 +172,9 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
         ``log_evidence`` EP's approximation of the log evidence; ``dK`` of shape
         (C, n, n), ``dK[c]`` the derivative with respect to ``K_c`` (sum over c
         for a shared K); ``state = {"tau", "nu"}``, the inner sites; ``info``
-        with ``damping`` (the final one) and ``n_skipped`` (inner updates left
-        out in the last iteration for an improper cavity) besides the common
-        keys.
+        with ``damping`` (the final one), ``n_skipped`` (inner updates left
+        out in the last iteration for an improper cavity) and
+        ``warm_start_rejected`` besides the common keys.
 
     Notes
     -----
@@ -215,9 +213,17 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
     check_real(tol, "tol", 0.0, low_open=True)
     check_integer(max_iter, "max_iter", 0)
     C, n = len(K), K[0].shape[0]
-    tau, nu = _initial_sites(init, C, n, y)
-    post, n_iter, converged, step, skipped = _run(K, y, tau, nu, float(damping),
-                                                  float(tol), int(max_iter))
+    tau, nu, rejected = *_initial_sites(init, C, n, y), False
+    try:
+        run = _run(K, y, tau, nu, float(damping), float(tol), int(max_iter))
+    except NumericalError:
+        if init is None:
+            raise
+        run = None
+    if init is not None and (run is None or not run[2]):    # then from the prior
+        tau[:], nu[:], rejected = 0.0, 0.0, True
+        run = _run(K, y, tau, nu, float(damping), float(tol), int(max_iter))
+    post, n_iter, converged, step, skipped = run
     if not converged:
         warnings.warn(f"multinomial EP did not converge in {n_iter} iterations "
                       f"(max_iter={max_iter}); the evidence and its gradient are "
@@ -232,4 +238,4 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
         state={"tau": tau, "nu": nu},
         info={"method": "ep", "likelihood": likelihood.name, "jitter": 0.0,
               "n_iter": n_iter, "converged": bool(converged), "damping": step,
-              "n_skipped": skipped})
+              "n_skipped": skipped, "warm_start_rejected": rejected})

@@ -41,6 +41,7 @@ from scipy.special import log_expit, log_ndtr
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import _lbfgsb, _linalg, _vb
+from .._anderson import Anderson
 from .._moments import mills
 from .._validation import check_integer, check_real
 from ..likelihoods import Logit, Probit
@@ -142,7 +143,7 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
 
         x = nu0 * nu0                                # the iterate: nu^2
         converged = False
-        accel = _Anderson(ANDERSON_MEMORY)
+        accel = Anderson(ANDERSON_MEMORY)
         best = np.inf
         chord = None                                 # a factorised Newton matrix
         point = evaluate(x)
@@ -393,35 +394,6 @@ def _chord_step(chord, x, fx):
     # Planned like the factorisations (numpy's product may be another OpenBLAS,
     # whose threads would wake, and on a busy machine wait).
     return x + r + _linalg.symv(M, sD * z)
-
-
-class _Anderson:
-    """Anderson acceleration (type II) of a fixed-point iteration x <- F(x): the next
-    iterate mixes the last ``m`` images with weights that minimise the combined
-    residual F(x) - x in least squares."""
-
-    def __init__(self, m):
-        self.m = m
-        self.reset()
-
-    def reset(self):
-        self.dF, self.dG, self.prev = [], [], None
-
-    def step(self, x, fx):
-        g = fx - x
-        if self.prev is not None:
-            px, pg, pf = self.prev
-            self.dG.append(g - pg)
-            self.dF.append(fx - pf)
-            if len(self.dG) > min(self.m, g.shape[0]):
-                self.dG.pop(0)
-                self.dF.pop(0)
-        self.prev = (x, g, fx)
-        if not self.dG:
-            return fx
-        G = np.column_stack(self.dG)
-        gamma, *_ = np.linalg.lstsq(G, g, rcond=None)
-        return fx - np.column_stack(self.dF) @ gamma
 
 
 def _b_inverse(Linv):
