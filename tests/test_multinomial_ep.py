@@ -21,7 +21,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import gpc
 from gpc import GaussianProcessClassifier
-from gpc.likelihoods import MultinomialProbit
+from gpc.likelihoods import MultinomialProbit, Softmax
 
 
 def _rbf(X, variance, length):
@@ -149,6 +149,10 @@ def test_predict_rows_are_distributions_invariant_to_shifts():
                                rtol=1e-10)
     with pytest.raises(ValueError, match="not finite"):
         MultinomialProbit().predict(np.full((1, 3), np.nan), np.eye(3)[None])
+    for lik in (MultinomialProbit(), Softmax()):              # no test points
+        assert lik.predict(np.zeros((0, 3)), np.zeros((0, 3, 3))).shape == (0, 3)
+    assert MultinomialProbit().log_lik(np.zeros(0, int), np.zeros((3, 0))).shape \
+        == (0,)
 
 
 # --- the inference -------------------------------------------------------------

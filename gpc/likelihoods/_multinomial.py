@@ -89,7 +89,7 @@ class MultinomialLikelihood(LikelihoodBase):
         if cov.shape != (m, C, C):
             raise ValueError(f"cov must have shape {(m, C, C)}, got {cov.shape}.")
         for name, a in (("mean", mean), ("cov", cov)):
-            bad = ~np.isfinite(a).reshape(m, -1).all(axis=1)
+            bad = ~np.isfinite(a).reshape(m, int(np.prod(a.shape[1:]))).all(axis=1)
             if bad.any():
                 raise ValueError(f"{name} is not finite for {int(bad.sum())} of the "
                                  f"{m} points (the first: row {int(np.argmax(bad))}).")

@@ -87,7 +87,8 @@ class MultinomialProbit(MultinomialLikelihood):
         y = self.check_targets(y, F.shape[1])
         n = F.shape[1]
         gaps = (F[y, np.arange(n)] - F).T                   # f_y - f_j, (n, C)
-        gaps = gaps[np.arange(F.shape[0])[None, :] != y[:, None]].reshape(n, -1)
+        gaps = gaps[np.arange(F.shape[0])[None, :] != y[:, None]].reshape(
+            n, F.shape[0] - 1)
         u, scale = _integrand_mode(gaps)
         x, w = _HERMITE
         nodes = u[:, None] + np.sqrt(2.0) * scale[:, None] * x             # (n, q)
@@ -136,7 +137,8 @@ def _integrand_mode(gaps, n_iter=50):
         g2 = -1.0 - (r * (r + z)).sum(axis=1)
         step = -g1 / g2
         u = u + step
-        if np.max(np.abs(step), initial=0.0) < 1e-12 * (1.0 + np.max(np.abs(u))):
+        if np.max(np.abs(step), initial=0.0) < 1e-12 * (
+                1.0 + np.max(np.abs(u), initial=0.0)):
             break
     z = u[:, None] + gaps
     r = np.exp(-0.5 * z * z - 0.5 * np.log(2.0 * np.pi) - log_ndtr(z))
@@ -234,8 +236,9 @@ def inner_sweep(cov_w, mean_w, y, J, tau, nu):
         skipped += int(np.count_nonzero(~ok))
         tau[j, idx] = t_old + dt
         nu[j, idx] = n_old + dn
-        change = max(change, float(np.max(np.abs(dt) / (1.0 + np.abs(t_old + dt)))),
-                     float(np.max(np.abs(dn) / (1.0 + np.abs(n_old + dn)))))
+        change = max(change,
+                     float(np.max(np.abs(dt) / (1.0 + np.abs(t_old + dt)), initial=0.0)),
+                     float(np.max(np.abs(dn) / (1.0 + np.abs(n_old + dn)), initial=0.0)))
         den = 1.0 + dt * var
         cov_w -= (dt / den)[:, None, None] * Sb[:, :, None] * Sb[:, None, :]
         mean_w += ((dn - dt * mean) / den)[:, None] * Sb
