@@ -20,8 +20,8 @@ from .._anderson import Anderson
 from .._validation import check_integer, check_real
 from ..likelihoods import MultinomialProbit
 from ..likelihoods._multinomial_probit import (augmented, inner_sweep,
-                                               log_site_constants, other_classes,
-                                               outer_sites)
+                                               largest_change, log_site_constants,
+                                               other_classes, outer_sites)
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
 from .multinomial import _explicit_dK, _Factors, _mv
@@ -31,11 +31,6 @@ ANDERSON_MEMORY = 5
 #: Iterations without halving the smallest change after which EP stops at the
 #: rounding floor (if that change is below sqrt(tol)).
 STALL = 10
-
-
-def _largest_change(old, new):
-    """The largest change of a site parameter relative to ``1 + |new value|``."""
-    return float(np.max(np.abs(new - old) / (1.0 + np.abs(new)), initial=0.0))
 
 
 class _Posterior:
@@ -81,11 +76,11 @@ def _initial_sites(init, C, n, y):
     return tau, nu
 
 
-def _run(Ks, y, tau, nu, damping, tol, max_iter):
+def _run(Ks, y, J, tau, nu, damping, tol, max_iter):
     """Parallel outer EP from the sites given (updated in place), its iteration
     Anderson-accelerated; returns ``(posterior, n_iter, converged, damping,
-    n_skipped)``, the posterior at the returned sites."""
-    J = other_classes(y, len(Ks))
+    n_skipped)``, the posterior at the returned sites.  J: each example's other
+    classes."""
     accel = Anderson(ANDERSON_MEMORY)
     step, last, skipped = damping, np.inf, 0
     best, stalled = np.inf, 0
@@ -95,8 +90,8 @@ def _run(Ks, y, tau, nu, damping, tol, max_iter):
             return post, it, False, step, skipped
         cov_w, mean_w = post.augmented(y, tau, nu)
         new_tau, new_nu = tau.copy(), nu.copy()
-        skipped = inner_sweep(cov_w, mean_w, y, J, new_tau, new_nu)[1]
-        change = max(_largest_change(tau, new_tau), _largest_change(nu, new_nu))
+        skipped = inner_sweep(cov_w, mean_w, y, J, new_tau, new_nu)
+        change = max(largest_change(tau, new_tau), largest_change(nu, new_nu))
         if not (np.isfinite(new_tau).all() and np.isfinite(new_nu).all()):
             raise NumericalError("multinomial EP: a site parameter is not finite.", "ep")
         if change < 0.5 * best:
@@ -112,13 +107,13 @@ def _run(Ks, y, tau, nu, damping, tol, max_iter):
             step = min(step * 1.25, damping)
         last = change
         _accelerated_step(accel, tau, nu, new_tau, new_nu, step)
-        tau[y, np.arange(y.shape[0])] = nu[y, np.arange(y.shape[0])] = 0.0
 
 
 def _accelerated_step(accel, tau, nu, new_tau, new_nu, step):
     """Move the sites ``(tau, nu)`` (in place) to the Anderson mixture of the
     damped steps towards ``(new_tau, new_nu)``; a site whose mixed precision
-    would be negative takes the damped step alone."""
+    would be negative takes the damped step alone.  The unused entries at the
+    labels stay 0: they are 0 in every step mixed."""
     x = np.concatenate([tau.ravel(), nu.ravel()])
     plain = x + step * (np.concatenate([new_tau.ravel(), new_nu.ravel()]) - x)
     mixed = accel.step(x, plain)
@@ -213,22 +208,23 @@ def multinomial_ep(K, y, likelihood, *, init=None, compute_gradient=True,
     check_real(tol, "tol", 0.0, low_open=True)
     check_integer(max_iter, "max_iter", 0)
     C, n = len(K), K[0].shape[0]
+    J = other_classes(y, C)
     tau, nu, rejected = *_initial_sites(init, C, n, y), False
     try:
-        run = _run(K, y, tau, nu, float(damping), float(tol), int(max_iter))
+        run = _run(K, y, J, tau, nu, float(damping), float(tol), int(max_iter))
     except NumericalError:
         if init is None:
             raise
         run = None
     if init is not None and (run is None or not run[2]):    # then from the prior
         tau[:], nu[:], rejected = 0.0, 0.0, True
-        run = _run(K, y, tau, nu, float(damping), float(tol), int(max_iter))
+        run = _run(K, y, J, tau, nu, float(damping), float(tol), int(max_iter))
     post, n_iter, converged, step, skipped = run
     if not converged:
         warnings.warn(f"multinomial EP did not converge in {n_iter} iterations "
                       f"(max_iter={max_iter}); the evidence and its gradient are "
                       "approximate.", ConvergenceWarning, stacklevel=3)
-    log_z = post.log_evidence(y, other_classes(y, C), tau, nu)
+    log_z = post.log_evidence(y, J, tau, nu)
     if not np.isfinite(log_z):
         raise NumericalError("multinomial EP: the log evidence is not finite.", "ep")
     dK = _explicit_dK(post.fac, post.alpha) if compute_gradient else None

@@ -211,17 +211,20 @@ def _cavity(var, mean, tau, nu):
     return m, v, proper
 
 
+def largest_change(old, new):
+    """The largest change of a site parameter relative to ``1 + |new value|``."""
+    return float(np.max(np.abs(new - old) / (1.0 + np.abs(new)), initial=0.0))
+
+
 def inner_sweep(cov_w, mean_w, y, J, tau, nu):
     """One sequential EP sweep over the factors of every example, updating
     ``cov_w``, ``mean_w``, ``tau`` and ``nu`` in place.
 
-    A factor whose cavity is improper keeps its site.
-
-    Returns ``(change, n_skipped)``: the largest change of a site parameter
-    relative to ``1 + |value|``, and the number of factors left unchanged.
+    A factor whose cavity is improper keeps its site.  Returns the number of
+    factors left unchanged.
     """
     idx = np.arange(y.shape[0])
-    change, skipped = 0.0, 0
+    skipped = 0
     for k in range(J.shape[1]):
         j = J[:, k]
         Sb, var, mean = _factor_marginal(cov_w, mean_w, y, j)
@@ -236,13 +239,10 @@ def inner_sweep(cov_w, mean_w, y, J, tau, nu):
         skipped += int(np.count_nonzero(~ok))
         tau[j, idx] = t_old + dt
         nu[j, idx] = n_old + dn
-        change = max(change,
-                     float(np.max(np.abs(dt) / (1.0 + np.abs(t_old + dt)), initial=0.0)),
-                     float(np.max(np.abs(dn) / (1.0 + np.abs(n_old + dn)), initial=0.0)))
         den = 1.0 + dt * var
         cov_w -= (dt / den)[:, None, None] * Sb[:, :, None] * Sb[:, None, :]
         mean_w += ((dn - dt * mean) / den)[:, None] * Sb
-    return change, skipped
+    return skipped
 
 
 def log_site_constants(cov_w, mean_w, y, J, tau, nu):
@@ -301,7 +301,9 @@ def tilted_log_normaliser(mean, cov, y, tol=1e-10, max_sweeps=200):
     tau, nu = np.zeros((C, n)), np.zeros((C, n))
     cov_w, mean_w = augmented(mean, cov, y, tau, nu)
     for _ in range(max_sweeps):
-        if inner_sweep(cov_w, mean_w, y, J, tau, nu)[0] <= tol:
+        old = np.concatenate([tau, nu])
+        inner_sweep(cov_w, mean_w, y, J, tau, nu)
+        if largest_change(old, np.concatenate([tau, nu])) <= tol:
             break
     return (log_site_constants(cov_w, mean_w, y, J, tau, nu)
             + _log_gauss_integral(mean, cov, y, J, tau, nu))
