@@ -31,8 +31,9 @@ def _joint_class(likelihood):
 
 
 class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
-    """The joint softmax model (used by :class:`GaussianProcessClassifier` with
-    ``multi_class="multinomial"``); ``kernel`` may be a list, one per class."""
+    """The joint model of every class, softmax or multinomial probit (used by
+    :class:`GaussianProcessClassifier` with ``multi_class="multinomial"``);
+    ``kernel`` may be a list, one per class."""
 
     def _model_likelihood(self):
         """The joint likelihood class the parameters describe (it selects the
@@ -99,8 +100,9 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                 f"A kernel gives a covariance matrix that is not positive "
                 f"semi-definite on the training data: {exc}") from exc
         objective = MultinomialEvidence(
-            kernels, shared, X_train, labels, self._joint_likelihood(likelihood, classes.size),
-            inference, options, state, jitters)
+            kernels, shared, X_train, labels,
+            self._joint_likelihood(likelihood, classes.size), inference, options,
+            state, jitters)
         optimum = None
         if self.optimizer is not None and objective.theta.shape[0] > 0:
             optimum = maximize_evidence(

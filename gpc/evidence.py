@@ -345,7 +345,7 @@ class MultinomialEvidence(Evidence):
     X : array-like
     y : ndarray of shape (n,)
         Integer labels 0, ..., C - 1.
-    likelihood : Softmax
+    likelihood : MultinomialLikelihood
     method : InferenceMethod
         A registered multinomial method.
     options : dict

@@ -206,6 +206,7 @@ class LikelihoodBase:
             new.set_params(**{k: float(p) for k, p in zip(self.param_names, params)})
         return new
 
+
 class Likelihood(LikelihoodBase):
     """Base class of the likelihoods p(y | f): binary, y in {-1, +1}, or regression.
 
@@ -243,15 +244,11 @@ class Likelihood(LikelihoodBase):
         Without it the posterior can be multimodal, Laplace's mode and EP's and
         PL's fixed points need not be unique, and which one a run reaches can
         change with the hyperparameters, so the evidence may jump there.
-    param_names : tuple of str
-        Names of the entries of :attr:`params`.
     """
 
     _abstract = True
     code = LIK_PYTHON
-    name = "likelihood"
     has_derivatives = True
-    is_classification = True
     has_em_statistic = False
     log_concave = True
 
