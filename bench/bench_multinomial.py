@@ -7,8 +7,8 @@ Protocol:
   4 inputs, 3 classes) and digits (its first 1000 cases, 64 inputs, 10
   classes), and the UCI glass (214 cases, 9 inputs, its 6 glass types) and
   new-thyroid (215 cases, 5 inputs, normal, hyper, hypo) tables that
-  ``gpc.datasets`` bundles, with their original multi-class labels (the
-  ``type`` and ``class`` columns; the loaders' binary ``y`` is not used), in
+  ``gpc.datasets`` bundles, with their original multi-class labels
+  (``load_glass(multiclass=True)``, ``load_thyroid(multiclass=True)``), in
   ``--folds`` stratified folds (shuffled, seed 0), inputs standardised with the
   training fold's statistics (constant columns left unscaled);
 * models, each with the kernel ``C(1) * RBF(sqrt(d))`` (d inputs; default
@@ -63,7 +63,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.model_selection import StratifiedKFold
 
 import gpc
-from gpc.datasets import _read as read_bundled
+from gpc.datasets import load_glass, load_thyroid
 from gpc.likelihoods import MultinomialProbit, softmax
 
 REPORT = "multinomial.md"
@@ -91,8 +91,6 @@ REFERENCE = "gpc multinomial"
 DATASETS = {"wine": list(MODELS), "iris": list(MODELS), "thyroid": list(MODELS),
             "glass": list(MODELS),
             "digits": [m for m in MODELS if "per class" not in m]}
-#: The original multi-class label column of the bundled UCI tables.
-_CLASS_COLUMN = {"glass": "type", "thyroid": "class"}
 
 
 def load(name):
@@ -100,9 +98,10 @@ def load(name):
         return load_wine(return_X_y=True)
     if name == "iris":
         return load_iris(return_X_y=True)
-    if name in _CLASS_COLUMN:
-        X, _, extra = read_bundled(name)
-        return X, np.unique(extra[_CLASS_COLUMN[name]], return_inverse=True)[1]
+    if name == "glass":
+        return load_glass(multiclass=True)
+    if name == "thyroid":
+        return load_thyroid(multiclass=True)
     X, y = load_digits(return_X_y=True)
     return X[:1000], y[:1000]
 

@@ -104,3 +104,24 @@ def test_tabular_split_is_seeded_and_checked():
         datasets.load_tabular("adult")
     with pytest.raises(ValueError, match="test_fraction"):
         datasets.load_tabular("cps1988", test_fraction=1.0)
+
+
+def _class_counts(name):
+    """The original classes' counts in data/README.md's section on ``name``: the
+    "(count)" after each class name of its label-column paragraph."""
+    text = resources.files(datasets).joinpath("data", "README.md").read_text("utf-8")
+    section = text.split(f"## {name}.csv")[1].split("\n## ")[0]
+    labels = section.split("**Label column:**")[1].split("**Binarisation")[0]
+    return [int(c) for c in re.findall(r"\((\d+)\)", labels)]
+
+
+@pytest.mark.parametrize("name", ["glass", "thyroid"])
+def test_multiclass_labels_are_the_original_classes(name):
+    X, y = getattr(datasets, LOADERS[name])(multiclass=True)
+    X2, y_binary = datasets.load_dataset(name)
+    np.testing.assert_array_equal(X, X2)
+    assert y.dtype == np.int64
+    assert np.bincount(y).tolist() == _class_counts(name)
+    # Every original class falls wholly on one side of the binary split.
+    for c in np.unique(y):
+        assert np.unique(y_binary[y == c]).size == 1

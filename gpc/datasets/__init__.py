@@ -1,6 +1,7 @@
 """The papers' benchmark data sets, bundled as CSV (provenance in ``data/README.md``).
 
-Every loader returns inputs ``X`` (float64, unscaled) and labels ``y`` in {0, 1}; the
+Every loader returns inputs ``X`` (float64, unscaled) and labels ``y`` in {0, 1}
+(glass and thyroid also their original classes, with ``multiclass=True``); the
 "original label" columns of a file (e.g. glass ``type``) are never inputs.  Rows are
 in the source's order (several files are sorted by class: shuffle before splitting).
 
@@ -172,35 +173,70 @@ def load_breast_cancer():
     return load_dataset("breast_cancer")
 
 
-def load_glass():
+def load_glass(multiclass=False):
     """Glass identification (German 1987; UCI), 214 cases, window or not.
 
     9 inputs (refractive index, oxide weight %); ``y = 1`` for window glass (UCI
     types 1-4, 163 cases), 0 for containers, tableware and headlamps (51).  The PL
     paper's binarisation is not stated; this is the usual window / non-window
-    split (the original type is in the file's ``type`` column).
+    split.
+
+    Parameters
+    ----------
+    multiclass : bool, default=False
+        Return the 6 glass types that occur (UCI types 1, 2, 3, 5, 6, 7: 70, 76,
+        17, 13, 9 and 29 cases) as labels 0-5 instead of the binary ``y``.
 
     Returns
     -------
     X : ndarray of shape (214, 9)
     y : ndarray of shape (214,)
+
+    Examples
+    --------
+    >>> from gpc.datasets import load_glass
+    >>> X, y = load_glass(multiclass=True)
+    >>> np.bincount(y).tolist()
+    [70, 76, 17, 13, 9, 29]
     """
-    return load_dataset("glass")
+    return _load_labels("glass", "type" if multiclass else None)
 
 
-def load_thyroid():
+def load_thyroid(multiclass=False):
     """New-thyroid (Coomans et al.; UCI), 215 patients, normal or not.
 
     5 laboratory tests; ``y = 1`` for hyper- or hypothyroid (65), 0 for normal
     (150): the standard binary version (e.g. the Rätsch benchmark's); the rule of
     the papers that use it could not be confirmed.
 
+    Parameters
+    ----------
+    multiclass : bool, default=False
+        Return UCI's three classes (normal, hyper, hypo: 150, 35 and 30 cases) as
+        labels 0-2 instead of the binary ``y``.
+
     Returns
     -------
     X : ndarray of shape (215, 5)
     y : ndarray of shape (215,)
+
+    Examples
+    --------
+    >>> from gpc.datasets import load_thyroid
+    >>> X, y = load_thyroid(multiclass=True)
+    >>> np.bincount(y).tolist()
+    [150, 35, 30]
     """
-    return load_dataset("thyroid")
+    return _load_labels("thyroid", "class" if multiclass else None)
+
+
+def _load_labels(name, column):
+    """``(X, y)`` of a bundled table: the binary ``y`` (``column`` None), or the
+    original label ``column`` coded as 0, 1, ... in the order of its values."""
+    if column is None:
+        return load_dataset(name)
+    X, _, extra = _read(name)
+    return X, np.unique(extra[column], return_inverse=True)[1].astype(np.int64)
 
 
 def load_housing(threshold=None):
