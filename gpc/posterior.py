@@ -327,12 +327,13 @@ class MultinomialPosterior(_Posterior):
         K_cross, k_diag = self._per_class(K_cross, k_diag)
         C, m = k_diag.shape
         cov = np.zeros((m, C, C))
-        Q = np.empty((C, self.n, m))
+        Q = np.empty((m, C, self.n))          # at each point, a row per class
         for c, Kx in enumerate(K_cross):
             G = matmul(self.E[c], Kx)                                 # E_c Kx
             cov[:, c, c] = k_diag[c] - np.einsum("ij,ij->j", Kx, G)
-            Q[c] = solve_lower(self.M, G, overwrite_b=True)            # M^{-1} E_c Kx
-        cov += np.einsum("cnm,dnm->mcd", Q, Q, optimize=True)
+            Q[:, c, :] = solve_lower(self.M, G, overwrite_b=True).T    # M^{-1} E_c Kx
+        QQ = np.matmul(Q, Q.transpose(0, 2, 1))
+        cov += 0.5 * (QQ + QQ.transpose(0, 2, 1))             # exactly symmetric
         return cov
 
     def latent_mean_and_variance(self, K_cross, k_diag, overwrite_cross=False):

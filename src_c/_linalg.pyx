@@ -197,9 +197,34 @@ def factor_inverse(L):
     A = np.array(L, dtype=np.float64, order="F", copy=True)
     if A.shape[0] and cho_inverse(A) != 0:
         raise np.linalg.LinAlgError("factor_inverse: the factor is singular.")
-    A = np.tril(A)
-    A += np.tril(A, -1).T
-    return np.asfortranarray(A)
+    return mirror_lower(A)
+
+
+def mirror_lower(A):
+    """Copy the lower triangle of the square Fortran-ordered A onto its upper
+    triangle, in place: A becomes the symmetric matrix its lower triangle
+    holds.  Returns A.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpc._linalg import mirror_lower
+    >>> mirror_lower(np.asfortranarray([[1.0, 9.0], [2.0, 3.0]]))
+    array([[1., 2.],
+           [2., 3.]])
+    """
+    cdef double[::1, :] a = A
+    cdef long n = a.shape[0]
+    cdef Tiles t
+    if a.shape[1] != n:
+        raise ValueError(f"mirror_lower: a square matrix expected, got shape "
+                         f"{np.shape(A)}.")
+    if n:
+        with nogil:
+            tiles_start(&t, n, 64)
+            while tiles_next(&t):
+                gpc_mirror_tile(&a[0, 0], n, t.i0, t.i1, t.j0, t.j1)
+    return A
 
 
 def cho_inverse(double[::1, :] L):

@@ -625,6 +625,22 @@ def test_planned_factorisations_and_solves_are_lapacks():
                 _linalg.solve_lower(np.diag([1.0] * 3 + [0.0] * 197), np.ones(200))
 
 
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 63, 64, 65, 130, 257])
+def test_mirror_lower_copies_the_lower_triangle_exactly(n):
+    # In place, on one tile and several, with the vectorised 4 x 4 blocks and
+    # the rows and columns left over from them.
+    from gpc._linalg import mirror_lower
+
+    A = np.asfortranarray(np.random.RandomState(n).randn(n, n))
+    expected = np.tril(A) + np.tril(A, -1).T
+    assert mirror_lower(A) is A
+    np.testing.assert_array_equal(A, expected)
+    with pytest.raises(ValueError, match="square"):
+        mirror_lower(np.zeros((3, 2), order="F"))
+    with pytest.raises(ValueError):
+        mirror_lower(np.zeros((3, 3), order="C")[:, :2])
+
+
 @pytest.mark.parametrize("n", [1, 7, 65, 300])
 def test_planned_cholesky_and_solves_are_scipys(n):
     # The copying Cholesky, the transposed solve and the Cholesky solve of

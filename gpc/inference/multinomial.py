@@ -14,8 +14,8 @@ from scipy.linalg import lapack
 from sklearn.exceptions import ConvergenceWarning
 
 from .._blocks import gram
-from .._linalg import cho_inverse, cholesky, solve_lower, symv
-from .._validation import check_integer, check_real, symmetric_from_lower
+from .._linalg import cho_inverse, cholesky, mirror_lower, solve_lower, symv
+from .._validation import check_integer, check_real, fortran_view
 from ..likelihoods import Softmax, log_normaliser, softmax
 from ..posterior import MultinomialPosterior
 from ._base import InferenceResult, NumericalError, register
@@ -61,17 +61,19 @@ class _Factors:
                 self.half_logdet += logdet_c
                 continue
             sd = np.sqrt(d[c])
-            B = (sd[:, None] * Ks[c]) * sd        # C-ordered, symmetric
+            B = np.multiply(fortran_view(Ks[c]), sd[:, None], order="F")
+            B *= sd                                           # symmetric
             B.flat[::n + 1] += 1.0
-            L = _cholesky(B.T, "I + sqrt(D) K sqrt(D)", method)
+            L = _cholesky(B, "I + sqrt(D) K sqrt(D)", method)
             logdet_c = float(np.sum(np.log(np.diagonal(L))))
             self.half_logdet += logdet_c
             info = cho_inverse(L)
-            Binv = L
             if info != 0:
                 raise NumericalError("multinomial model: inverting B failed (LAPACK"
                                      f" info {info}).", method)
-            np.multiply(sd[:, None] * symmetric_from_lower(Binv), sd, out=self.E[c])
+            E = self.E[c].T                              # Fortran view, symmetric
+            np.multiply(mirror_lower(L), sd[:, None], out=E)
+            E *= sd
         self.M = _cholesky(np.asfortranarray(self.E.sum(axis=0)), "sum_c E_c", method,
                            clean=True)
         self.half_logdet += float(np.sum(np.log(np.diagonal(self.M))))
