@@ -93,8 +93,9 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
             return None
         return getattr(self, "_warm_starts", {}).get(key)
 
-    def _check_memory(self, n):
-        """MemoryError, before any n x n allocation, when a fit on n points cannot
+    def _check_memory(self, n, n_classes=2):
+        """MemoryError, before any n x n allocation, when a fit on n points (of
+        ``n_classes`` classes: the joint model's need grows with them) cannot
         fit in memory (see ``check_full_fit_memory``)."""
         check_full_fit_memory(n, f"GaussianProcessClassifier(method={self.method!r})")
 
@@ -173,18 +174,46 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                              f" y contains classes {classes}.")
         if classes.size == 1:
             raise ValueError(f"{type(self).__name__} requires 2 classes; got 1 class.")
-        y_pm = 2.0 * y01 - 1.0
         self._check_memory(len(y01))
-        X_train = np.copy(X) if self.copy_X_train else X
-        key = data_fingerprint(X_train, y01)
-        state = self._start_state(key)
+        objective, result, optimum, key = self._fit_evidence(
+            X, y01, self._targets(y01), kernel, likelihood, inference, options, priors,
+            learn_likelihood=self.optimizer is not None)
+        self._store(objective.kernel, objective.likelihood, objective.X, y01, classes,
+                    objective.jitters[0], result, optimum, key)
+        return self
 
-        K, jitter = checked_kernel_matrix(kernel, X_train)
-        objective = EvidenceObjective(kernel, X_train, y_pm, likelihood, self.method,
-                                      options, state=state,
-                                      jitter=jitter,
-                                      learn_likelihood=self.optimizer is not None, K=K)
-        del K     # the objective's first evaluation uses it (then drops it)
+    def _fit_evidence(self, X, codes, targets, kernel, likelihood, inference, options,
+                      priors, learn_likelihood=False):
+        """The fit of the model of ``kernel`` (one, or a list: the joint model's)
+        to X and the method's ``targets`` (``codes``: the labels as stored):
+        evidence maximisation from the kernels' hyperparameters unless
+        ``optimizer`` is None, then the inference at the optimum.  Returns
+        ``(objective, result, optimum, key)``: the objective at the optimum
+        (its kernel, likelihood, training inputs and jitters those of the
+        fitted model), the inference's result, the optimizer's result (None
+        when nothing was learnt) and the data's fingerprint."""
+        X_train = np.copy(X) if self.copy_X_train else X
+        key = data_fingerprint(X_train, codes)
+        try:
+            return (*self._learn(X_train, codes, targets, kernel, likelihood, inference,
+                                 options, priors, learn_likelihood, key), key)
+        except NotPositiveDefiniteError as exc:
+            which = f"The kernel {kernel!r}" if not isinstance(kernel, list) else \
+                f"One of the kernels {kernel!r}"
+            raise NotPositiveDefiniteError(
+                f"{which} gives a covariance matrix that is not positive semi-definite "
+                f"on the training data: {exc}") from exc
+
+    def _learn(self, X_train, codes, targets, kernel, likelihood, inference, options,
+               priors, learn_likelihood, key):
+        """:meth:`_fit_evidence` on the training inputs to keep: ``(objective,
+        result, optimum)``."""
+        Ks, jitters = zip(*(checked_kernel_matrix(k, X_train) for k in
+                            (kernel if isinstance(kernel, list) else [kernel])))
+        objective = EvidenceObjective(kernel, X_train, targets, likelihood, inference,
+                                      options, self._start_state(key), list(jitters),
+                                      learn_likelihood, K=list(Ks))
+        del Ks     # the objective's first evaluation uses them (then drops them)
         learn = self.optimizer is not None and objective.theta.shape[0] > 0
         if learn and not inference.has_gradient:
             raise ValueError(
@@ -193,29 +222,21 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                 "fix them in the kernel), e.g. with hyperparameters learnt by another "
                 "method (its kernel_).")
         optimum = None
-        try:
-            if learn:
-                if priors is not None:    # none on learnt likelihood parameters
-                    priors = priors + [None] * (objective.theta.shape[0] - len(priors))
-                optimum = maximize_evidence(
-                    objective, objective.theta, objective.bounds,
-                    optimizer=self.optimizer, n_restarts=self.n_restarts_optimizer,
-                    random_state=self.random_state, priors=priors,
-                    verbose=self.verbose, **learning_starts(
-                        [kernel], objective.theta, median_distance(X_train), len(y01)))
-                objective.set_theta(optimum.theta)
-                kernel.theta = objective.kernel.theta
-                likelihood = objective.likelihood
-                if kernel.n_dims:
-                    kernel._check_bounds_params()
-            result, _ = objective.infer(objective.theta, compute_gradient=False)
-        except NotPositiveDefiniteError as exc:
-            raise NotPositiveDefiniteError(
-                f"The kernel {kernel!r} gives a covariance matrix that is not positive "
-                f"semi-definite on the training data: {exc}") from exc
-        self._store(kernel, likelihood, X_train, y01, classes, jitter, result, optimum,
-                    key)
-        return self
+        if learn:
+            if priors is not None:    # none on learnt likelihood parameters
+                priors = priors + [None] * (objective.theta.shape[0] - len(priors))
+            optimum = maximize_evidence(
+                objective, objective.theta, objective.bounds, optimizer=self.optimizer,
+                n_restarts=self.n_restarts_optimizer, random_state=self.random_state,
+                priors=priors, verbose=self.verbose, **learning_starts(
+                    objective.kernels, objective.theta, median_distance(X_train),
+                    len(codes)))
+            objective.set_theta(optimum.theta)
+            for k in objective.kernels:
+                if k.n_dims:
+                    k._check_bounds_params()  # scikit-learn's warning at a bound
+        result, _ = objective.infer(compute_gradient=False)
+        return objective, result, optimum
 
     @available_if(_is_online)
     def partial_fit(self, X, y, classes=None):
@@ -266,7 +287,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self._check_memory(len(y01))
         K = kernel_matrix(kernel, X_train)
         options = dict(options, n_sweeps=1, resume=resume)
-        result = inference(K, 2.0 * y01 - 1.0, likelihood, compute_gradient=False, **options)
+        result = inference(K, self._targets(y01), likelihood, compute_gradient=False,
+                           **options)
         self._store(kernel, likelihood, X_train, y01, classes, 0.0, result, None,
                     data_fingerprint(X_train, y01))
         return self
@@ -334,38 +356,52 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         """The fit's result with its ``dK`` when theta is the fitted one and the
         method can give ``dK`` from the fitted posterior without running again
         (see :func:`gpc.inference.register`); else None."""
-        posterior_dK = get_method(self.method).posterior_dK
-        if posterior_dK is None or not np.array_equal(theta, self.kernel_.theta):
+        method = get_method(self.method, self._model_likelihood())
+        if method.posterior_dK is None or not np.array_equal(theta, self.kernel_.theta):
             return None
-        dK = posterior_dK(self.posterior_, self.inference_info_)
+        dK = method.posterior_dK(self.posterior_, self.inference_info_)
         if dK is None:
             return None
         return InferenceResult(self.posterior_, self.log_marginal_likelihood_value_,
                                dK=dK)
 
+    @staticmethod
+    def _targets(codes):
+        """The inference methods' labels from the stored ones: -1 and +1."""
+        return 2.0 * codes - 1.0
+
+    def _fitted_kernel(self):
+        """The fitted model's kernel as the evidence objective takes it."""
+        return self.kernel_
+
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
-        """Log evidence at kernel hyperparameters theta (fitted ones if None)."""
+        """Log evidence at kernel hyperparameters theta (fitted ones if None):
+        for the joint model the shared kernel's theta, or the classes' thetas
+        one after another."""
         check_is_fitted(self)
         if theta is None:
             if eval_gradient:
                 raise ValueError("Gradient can only be evaluated for theta!=None")
             return self.log_marginal_likelihood_value_
         theta = np.asarray(theta, dtype=np.float64)
-        if theta.shape != self.kernel_.theta.shape:
-            raise ValueError(f"theta must have shape {self.kernel_.theta.shape}, got "
-                             f"{theta.shape}.")
-        kernel = self.kernel_.clone_with_theta(theta) if clone_kernel else self.kernel_
-        if not clone_kernel:
-            kernel.theta = theta
+        kernel = self._fitted_kernel()
         objective = EvidenceObjective(
-            kernel, self.X_train_, 2.0 * self.y_train_ - 1.0, self.likelihood_,
-            self.method, self._inference_options(), state=self._warm_state[1],
-            jitter=self.jitter_)
-        if eval_gradient:
-            fitted = self._fitted_result(theta)
-            if fitted is not None:
-                return np.float64(fitted.log_evidence), objective.gradient(fitted)
-            value, grad = objective(theta)
-            return np.float64(value), grad
-        result, _ = objective.infer(theta, compute_gradient=False)
-        return np.float64(result.log_evidence)
+            kernel, self.X_train_, self._targets(self.y_train_), self.likelihood_,
+            *self._check_fit_params(), state=self._warm_state[1], jitter=self.jitter_)
+        if theta.shape != objective.theta.shape:
+            raise ValueError(f"theta must have shape {objective.theta.shape}, got "
+                             f"{theta.shape}.")
+        if not clone_kernel:           # the fitted kernels take theta themselves
+            objective.set_theta(theta)
+            for mine, moved in zip(kernel if isinstance(kernel, list) else [kernel],
+                                   objective.kernels):
+                mine.theta = moved.theta
+        if not eval_gradient:
+            result, _ = objective.infer(theta, compute_gradient=False)
+            return np.float64(result.log_evidence)
+        fitted = self._fitted_result(theta)
+        if fitted is not None:
+            objective.set_theta(theta)
+            return np.float64(fitted.log_evidence), objective.gradient(fitted)
+        value, grad = objective(theta)
+        return np.float64(value), grad

@@ -11,14 +11,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._binary import Setup, _BinaryGaussianProcessClassifier
 from ._estimator import default_kernel, kernel_priors
-from ._validation import (NotPositiveDefiniteError, check_full_fit_memory,
-                          multinomial_fit_arrays)
-from .inference import checked_kernel_matrix
-from .evidence import MultinomialEvidence, data_fingerprint
+from ._validation import check_full_fit_memory, multinomial_fit_arrays
 from .kernels import as_kernel, cross_covariance_chunks
 from .likelihoods import (Logit, MultinomialProbit, Probit, Softmax,
                           get_likelihood)
-from .optimize import learning_starts, maximize_evidence, median_distance
 
 #: The joint models' likelihoods, by their binary likelihood (either is accepted).
 _JOINT = {Logit: Softmax, Softmax: Softmax, Probit: MultinomialProbit,
@@ -60,7 +56,8 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                              "available for it (use 'logit' or 'probit').")
         inference, options = self._check_fit_params()
         inference.check_likelihood(self._model_likelihood()())
-        return Setup(kernels, likelihood, inference, options, shared=shared)
+        return Setup(kernels, likelihood, inference, options,
+                     kernel_priors(self.priors, kernels), shared=shared)
 
     @staticmethod
     def _joint_likelihood(likelihood, n_classes):
@@ -78,7 +75,7 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
 
     def fit(self, X, y):
         """Fit the joint model (all state is set only once fitting succeeded)."""
-        kernels, likelihood, inference, options, _, shared = self._checked()
+        kernels, likelihood, inference, options, priors, shared = self._checked()
         encoder = LabelEncoder()
         labels = encoder.fit_transform(y)
         classes = encoder.classes_
@@ -88,40 +85,30 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
         if not shared and len(kernels) != classes.size:
             raise ValueError(f"kernel is a list of {len(kernels)} kernels, but y has "
                              f"{classes.size} classes (one kernel per class).")
-        check_full_fit_memory(len(labels), "GaussianProcessClassifier(multi_class="
-                              "'multinomial')", multinomial_fit_arrays(classes.size))
-        X_train = np.copy(X) if self.copy_X_train else X
-        key = data_fingerprint(X_train, labels)
-        state = self._start_state(key)
-        try:
-            jitters = [checked_kernel_matrix(k, X_train)[1] for k in kernels]
-        except NotPositiveDefiniteError as exc:
-            raise NotPositiveDefiniteError(
-                f"A kernel gives a covariance matrix that is not positive "
-                f"semi-definite on the training data: {exc}") from exc
-        objective = MultinomialEvidence(
-            kernels, shared, X_train, labels,
-            self._joint_likelihood(likelihood, classes.size), inference, options,
-            state, jitters)
-        optimum = None
-        if self.optimizer is not None and objective.theta.shape[0] > 0:
-            optimum = maximize_evidence(
-                objective, objective.theta, objective.bounds, optimizer=self.optimizer,
-                n_restarts=self.n_restarts_optimizer, random_state=self.random_state,
-                priors=kernel_priors(self.priors, objective.kernels),
-                verbose=self.verbose, **learning_starts(
-                    objective.kernels, objective.theta, median_distance(X_train),
-                    len(labels)))
-            objective.set_theta(optimum.theta)
-            for kernel in objective.kernels:
-                if kernel.n_dims:
-                    kernel._check_bounds_params()  # scikit-learn's warning at a bound
-        result, _ = objective.infer(compute_gradient=False)
+        self._check_memory(len(labels), classes.size)
+        objective, result, optimum, key = self._fit_evidence(
+            X, labels, self._targets(labels), kernels,
+            self._joint_likelihood(likelihood, classes.size), inference, options, priors)
         self.kernels_ = objective.kernels
         self._shared = shared
-        self._store_result(objective.likelihood, X_train, labels, classes, jitters,
-                           result, optimum, key)
+        self._store_result(objective.likelihood, objective.X, labels, classes,
+                           objective.jitters, result, optimum, key)
         return self
+
+    def _check_memory(self, n, n_classes):
+        """MemoryError, before any n x n allocation, when a joint fit of
+        ``n_classes`` classes on n points cannot fit in memory."""
+        check_full_fit_memory(n, "GaussianProcessClassifier(multi_class='multinomial')",
+                              multinomial_fit_arrays(n_classes))
+
+    @staticmethod
+    def _targets(codes):
+        """The inference methods' labels: the class indices themselves."""
+        return codes
+
+    def _fitted_kernel(self):
+        """The fitted kernels (a list: one shared, or one per class)."""
+        return self.kernels_
 
     @property
     def kernel_(self):
@@ -157,23 +144,3 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
         """Class probabilities (m, C), columns in the order of ``classes_``."""
         check_is_fitted(self)
         return self.likelihood_.predict(*self.latent_mean_and_variance(X))
-
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
-        """Joint log evidence at theta (the fitted one if None): the shared
-        kernel's theta, or the classes' thetas one after another."""
-        check_is_fitted(self)
-        if theta is None:
-            if eval_gradient:
-                raise ValueError("Gradient can only be evaluated for theta!=None")
-            return self.log_marginal_likelihood_value_
-        objective = MultinomialEvidence(
-            self.kernels_, self._shared, self.X_train_, self.y_train_, self.likelihood_,
-            *self._check_fit_params(), self._warm_state[1],
-            self.jitter_)
-        if eval_gradient:
-            value, grad = objective(theta)
-        else:
-            value = objective.infer(theta, compute_gradient=False)[0].log_evidence
-        if not clone_kernel:
-            self.kernels_ = objective.kernels
-        return (np.float64(value), grad) if eval_gradient else np.float64(value)

@@ -5,9 +5,9 @@ maximisation (:func:`gpc.maximize_evidence`) and the estimators evaluate.
 kernels' log-hyperparameters, then the logs of the likelihood's free
 parameters: :class:`ModelParameters`) to the model, runs the model's inference
 warm-started from the state of the previous run, and returns the log evidence
-and its gradient in theta.  :class:`EvidenceObjective` is the GP on an n x n
-kernel matrix, :class:`MultinomialEvidence` the joint model of C latent
-functions, and :class:`gpc.sparse.learning.SparseEvidence` the sparse model.
+and its gradient in theta.  :class:`EvidenceObjective` is the GP on full
+kernel matrices (one latent function, or the joint model of C classes), and
+:class:`gpc.sparse.learning.SparseEvidence` the sparse model.
 :func:`data_fingerprint` keys a fit's warm-start state to its data.
 """
 
@@ -15,7 +15,7 @@ import hashlib
 
 import numpy as np
 
-from .inference import NumericalError, get_method
+from .inference import InferenceMethod, NumericalError, get_method
 from .kernels import contract, kernel_matrix
 
 
@@ -223,37 +223,46 @@ class Evidence:
 class EvidenceObjective(Evidence):
     """The log evidence of kernel hyperparameters for fixed data, warm-started.
 
-    Each call builds ``K = kernel(X)``, runs the inference method from the state the
-    previous call left (the optimiser's evaluations are close together, so Newton or
-    EP starts near its answer), and turns ``dK`` into the gradient with
-    :func:`gpc.kernels.contract` (no n x n x p tensor).  Methods that take a
-    ``workspace`` (Laplace, EP, PL) get one kept across calls, so that their n x n
-    buffers are not allocated and page-faulted in afresh at every evaluation.
+    One objective for the models on full kernel matrices: the GP of one latent
+    function (binary and regression likelihoods) and the joint model of C
+    classes (a multinomial likelihood: C latent functions, one kernel shared by
+    the classes or one per class).  Each call builds the kernel matrices, runs
+    the inference method from the state the previous call left (the
+    optimiser's evaluations are close together, so Newton or EP starts near its
+    answer), and turns ``dK`` into the gradient with :func:`gpc.kernels.contract`
+    (no n x n x p tensor).  Methods that take a ``workspace`` (Laplace, EP, PL)
+    get one kept across calls, so that their n x n buffers are not allocated
+    and page-faulted in afresh at every evaluation.
 
     Parameters
     ----------
-    kernel : kernel object
-        Copied; its theta is set at each call.
+    kernel : kernel object, or list of kernel objects
+        Copied; its theta is set at each call.  With a multinomial likelihood
+        one kernel shared by the classes (alone or in a list of one), or a list
+        of one per class (theta is then their thetas one after another).
     X : array-like
-        Training inputs (as the kernel accepts them).
+        Training inputs (as the kernels accept them).
     y : ndarray of shape (n,)
-        Labels in {-1, +1}.
-    likelihood : Likelihood
-    method : str
-        A name from :func:`gpc.available_methods`.
+        Labels in {-1, +1}; integers 0, ..., C - 1 for a multinomial
+        likelihood.
+    likelihood : Likelihood or MultinomialLikelihood
+    method : str or InferenceMethod
+        A name from :func:`gpc.available_methods` (the variant registered for
+        the likelihood's model), or a registered method.
     options : dict, optional
         Options of the inference method.
     state : dict, optional
         Initial warm-start state.
-    jitter : float, default=0.0
-        Added to the diagonal of K.
+    jitter : float or list of float, default=0.0
+        Added to the diagonal of the kernel matrix (of each kernel's, with a
+        list).
     learn_likelihood : bool, default=False
         Append the log of the likelihood's non-fixed parameters (e.g. the noisy
         threshold's eps) to theta; their gradient comes from the method's ``dlik``.
-    K : ndarray of shape (n, n), optional
-        ``kernel(X)`` (without the jitter) when the caller already has it: the
-        first evaluation uses it if it is at the kernel's own theta (then drops
-        it), instead of building it again.
+    K : ndarray of shape (n, n), or list of them, optional
+        The kernel matrices (without the jitter) when the caller already has
+        them: the first evaluation uses them if it is at the kernels' own theta
+        (then drops them), instead of building them again.
 
     Examples
     --------
@@ -267,6 +276,15 @@ class EvidenceObjective(Evidence):
     >>> value, grad = obj(np.log([1.0]))
     >>> grad.shape
     (1,)
+
+    Three classes, one kernel per class (theta: one length scale each):
+
+    >>> labels = np.repeat([0, 1, 2], 3)
+    >>> X3 = np.linspace(-2, 2, 9)[:, None]
+    >>> obj = EvidenceObjective([RBF(1.0), RBF(1.0), RBF(2.0)], X3, labels,
+    ...                         get_likelihood("softmax"))
+    >>> obj(obj.theta)[1].shape
+    (3,)
     """
 
     def __init__(self, kernel, X, y, likelihood, method="laplace", options=None,
@@ -274,52 +292,80 @@ class EvidenceObjective(Evidence):
         super().__init__(kernel, likelihood, learn_likelihood, state)
         self.X = X
         self.y = y
-        self.method = method
-        self._method = get_method(method)
+        self._method = method if isinstance(method, InferenceMethod) else \
+            get_method(method, likelihood)
+        self.method = self._method.name
         self._infer = self._method
         self.options = dict(options or {})
-        self.jitter = float(jitter)
+        n_kernels = len(self.kernels)
+        self.jitters = [float(j) for j in jitter] if isinstance(jitter, (list, tuple)) \
+            else [float(jitter)] * n_kernels
+        if len(self.jitters) != n_kernels:
+            raise ValueError(f"{len(self.jitters)} jitters for {n_kernels} kernels.")
         self._buffers = {}
-        self._K_start = None if K is None else (self.theta, K)
+        self._K_start = None if K is None else \
+            (self.theta, list(K) if isinstance(K, (list, tuple)) else [K])
+
+    @property
+    def kernels(self):
+        """The kernels at the current theta, as a list."""
+        return self.kernel if isinstance(self.kernel, list) else [self.kernel]
 
     def _workspace(self):
         return self._buffers
 
-    def kernel_matrix(self, theta=None):
-        """K(X) at theta (or the current theta), jitter included, Fortran view."""
+    def kernel_matrices(self, theta=None):
+        """The kernels' matrices on X at theta (or the current theta), jitter
+        included, Fortran ordered: a list."""
         if theta is not None:
             self.set_theta(theta)
         start, self._K_start = self._K_start, None
-        K = start[1] if start is not None and np.array_equal(start[0], self.theta) \
-            else None
-        return jittered_kernel_matrix(self.kernel, self.X, self.jitter, K)
+        given = start[1] if start is not None and np.array_equal(start[0], self.theta) \
+            else [None] * len(self.kernels)
+        return [jittered_kernel_matrix(k, self.X, j, K)
+                for k, j, K in zip(self.kernels, self.jitters, given)]
+
+    def _method_K(self, Ks):
+        """The method's kernel matrix argument: the one latent function's, or
+        the C classes' (the shared one repeated)."""
+        if not self._method.multinomial:
+            return Ks[0]
+        return tuple(Ks * self.likelihood.n_classes if len(Ks) == 1 else Ks)
 
     def _run(self, compute_gradient, workspace):
-        """``(result, K)`` at the current theta.  With a workspace the result's
-        n x n arrays may be its buffers, valid until the next run."""
-        K = self.kernel_matrix()
-        extra = {} if workspace is None or not self._method.accepts_workspace \
+        """``(result, kernel matrices)`` at the current theta.  With a workspace
+        the result's n x n arrays may be its buffers, valid until the next run."""
+        Ks = self.kernel_matrices()
+        extra = {} if workspace is None or not self._infer.accepts_workspace \
             else {"workspace": workspace}
-        res = self._infer(K, self.y, self.likelihood, init=self.state,
+        res = self._infer(self._method_K(Ks), self.y, self.likelihood, init=self.state,
                           compute_gradient=compute_gradient, **self.options, **extra)
         self._kept(res.state)
-        return res, K
+        return res, Ks
 
-    def _value_and_gradient(self, res, K):
-        return res.log_evidence, self.gradient(res, K)
+    def _value_and_gradient(self, res, Ks):
+        return res.log_evidence, self.gradient(res, Ks)
 
-    def gradient(self, res, K=None):
+    def gradient(self, res, Ks=None):
         """``d log_evidence / d theta`` at the current theta from a result's ``dK``
-        (and ``dlik``); ``K``: the kernel matrix the result was computed from, if
-        at hand (it saves rebuilding it)."""
-        if self.jitter:
-            K = None    # it holds the jitter: the contraction builds its own
-        elif K is None:
-            K = kernel_matrix(self.kernel, self.X, error=FloatingPointError)
+        (and ``dlik``); ``Ks``: the kernel matrices the result was computed
+        from, if at hand (it saves rebuilding them)."""
         if res.dK is None:
             raise ValueError(f"method {self.method!r} gives no evidence gradient, so "
                              "its hyperparameters cannot be maximised over.")
-        grad = checked_contraction(self.kernel, self.X, res.dK, K, self.method)
+        if not self._method.multinomial:
+            dKs = [res.dK]
+        else:
+            dKs = [res.dK.sum(axis=0)] if len(self.kernels) == 1 else list(res.dK)
+        grads = []
+        for k, dK, K, jitter in zip(self.kernels, dKs, Ks or [None] * len(dKs),
+                                    self.jitters):
+            if jitter:
+                K = None    # it holds the jitter: the contraction builds its own
+            elif K is None:
+                K = kernel_matrix(k, self.X, error=FloatingPointError)
+            grads.append(checked_contraction(k, self.X, dK, K, self.method))
+        grad = np.concatenate(grads)
         if self.params.free.any():
             if res.dlik is None:
                 raise ValueError(f"method {self.method!r} gives no derivatives with "
@@ -327,65 +373,3 @@ class EvidenceObjective(Evidence):
                                  "'fixed') or use method='ep'.")
             grad = self.params.gradient(grad, res.dlik, self.likelihood)
         return np.asarray(grad, dtype=np.float64)
-
-
-class MultinomialEvidence(Evidence):
-    """The joint log evidence of the kernels' hyperparameters on fixed data.
-
-    theta is the shared kernel's theta, or the per-class kernels' thetas one
-    after another; each call runs the method warm-started from the previous
-    call's state and contracts its ``dK`` with each kernel's gradient.
-
-    Parameters
-    ----------
-    kernels : list of kernels
-        One shared kernel, or one per class.
-    shared : bool
-        Whether the one kernel is shared by the classes.
-    X : array-like
-    y : ndarray of shape (n,)
-        Integer labels 0, ..., C - 1.
-    likelihood : MultinomialLikelihood
-    method : InferenceMethod
-        A registered multinomial method.
-    options : dict
-    state : dict, optional
-    jitters : list of float, optional
-        Added to each kernel matrix's diagonal.
-    """
-
-    def __init__(self, kernels, shared, X, y, likelihood, method, options, state=None,
-                 jitters=None):
-        super().__init__(list(kernels), likelihood, False, state)
-        self.shared = shared
-        self.X, self.y = X, y
-        self.method, self.options = method, dict(options)
-        self.jitters = list(jitters) if jitters is not None else [0.0] * len(kernels)
-
-    @property
-    def kernels(self):
-        """The kernels at the current theta."""
-        return self.kernel
-
-    def _run(self, compute_gradient, workspace):
-        """``(result, kernel matrices)`` at the current theta."""
-        Ks = [jittered_kernel_matrix(k, self.X, j)
-              for k, j in zip(self.kernels, self.jitters)]
-        C = self.likelihood.n_classes
-        res = self.method(tuple(Ks * C if self.shared else Ks), self.y, self.likelihood,
-                          init=self.state, compute_gradient=compute_gradient,
-                          **self.options)
-        self._kept(res.state)
-        return res, Ks
-
-    def _value_and_gradient(self, res, Ks):
-        return res.log_evidence, self.gradient(res, Ks)
-
-    def gradient(self, res, Ks):
-        """theta's gradient from a result's ``dK`` (C, n, n) and the kernel
-        matrices it was computed from."""
-        dK = [res.dK.sum(axis=0)] if self.shared else res.dK
-        name = self.method.name
-        return np.concatenate([
-            checked_contraction(k, self.X, d, None if j else K, name)
-            for k, d, K, j in zip(self.kernels, dK, Ks, self.jitters)])

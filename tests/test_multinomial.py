@@ -419,3 +419,26 @@ def test_vb_two_classes_is_the_binary_fixed_curvature_bound():
         assert res.log_evidence == pytest.approx(bound, abs=1e-10)
         f = res.posterior.marginal_mean
         np.testing.assert_allclose(f[:, 1] - f[:, 0], post.marginal_mean, atol=1e-8)
+
+
+@pytest.mark.parametrize("method, likelihood", [("laplace", "softmax"), ("vb", "softmax"),
+                                                ("ep", "multinomial_probit")])
+def test_one_objective_for_the_shared_and_the_per_class_kernels(iris, method,
+                                                                likelihood):
+    # The binary model's evidence objective is the joint model's too: with C
+    # copies of one kernel its value is the shared kernel's, and its gradient
+    # splits the shared one among the classes (the shared derivative is the
+    # sum over the classes of the per-class ones).
+    from gpc.evidence import EvidenceObjective
+
+    X, y = iris
+    lik = get_likelihood(likelihood).set_params(n_classes=3)
+    kernel = C(2.0) * RBF(1.5)
+    shared = EvidenceObjective([kernel], X, y, lik, method)
+    per_class = EvidenceObjective([kernel] * 3, X, y, lik, method)
+    value, grad = shared(shared.theta)
+    value_c, grad_c = per_class(per_class.theta)
+    assert value_c == pytest.approx(value, rel=1e-12)
+    assert grad.shape == (2,) and grad_c.shape == (6,)
+    np.testing.assert_allclose(grad_c.reshape(3, 2).sum(axis=0), grad, rtol=1e-9)
+    assert shared.method == method and len(shared.kernels) == 1
