@@ -269,7 +269,6 @@ def ais(K, y, likelihood="probit", *, n_chains=64, n_temperatures=2000,
     else:
         b = _check_schedule(temperatures)
     rng = _rng(random_state)
-    n = L.shape[0]
     target = _Target(L, _total_log_lik(lik, yv), reference)
     state = target.draw(n_chains, rng)
     r, ll = target.evaluate(state)
