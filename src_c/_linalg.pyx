@@ -85,7 +85,6 @@ def gram(Z):
     cdef bint outer = not trans
     cdef int n = z.shape[0] if outer else z.shape[1]
     cdef int d = z.shape[1] if outer else z.shape[0]
-    cdef Tiles t
     if n == 0 or d == 0:
         return np.zeros((n, n), order="F")
     out = np.empty((n, n), order="F")           # syrk's lower triangle, mirrored
@@ -94,10 +93,17 @@ def gram(Z):
     with nogil:
         # Z Z' from Z itself (outer), or as (Z')' Z' from Z'
         syrk_lower(outer, &z[0, 0], d, z.shape[0], n, 1.0, 0.0, &g[0, 0])
-        tiles_start(&t, n, 64)
-        while tiles_next(&t):
-            gpc_mirror_tile(&g[0, 0], n, t.i0, t.i1, t.j0, t.j1)
+        _mirror(&g[0, 0], n)
     return out
+
+
+cdef void _mirror(double* A, long n) noexcept nogil:
+    """The lower triangle of the n x n Fortran-ordered A copied onto its upper
+    one, tile by tile."""
+    cdef Tiles t
+    tiles_start(&t, n, 64)
+    while tiles_next(&t):
+        gpc_mirror_tile(A, n, t.i0, t.i1, t.j0, t.j1)
 
 
 cdef int _in_place(double[::1, :] A, bint inverse, str name) except -2:
@@ -215,15 +221,12 @@ def mirror_lower(A):
     """
     cdef double[::1, :] a = A
     cdef long n = a.shape[0]
-    cdef Tiles t
     if a.shape[1] != n:
         raise ValueError(f"mirror_lower: a square matrix expected, got shape "
                          f"{np.shape(A)}.")
     if n:
         with nogil:
-            tiles_start(&t, n, 64)
-            while tiles_next(&t):
-                gpc_mirror_tile(&a[0, 0], n, t.i0, t.i1, t.j0, t.j1)
+            _mirror(&a[0, 0], n)
     return A
 
 
