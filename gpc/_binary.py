@@ -196,7 +196,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         key = data_fingerprint(X_train, codes)
         try:
             return (*self._learn(X_train, codes, targets, kernel, likelihood, inference,
-                                 options, priors, learn_likelihood, key), key)
+                                 options, priors, learn_likelihood,
+                                 self._start_state(key)), key)
         except NotPositiveDefiniteError as exc:
             which = f"The kernel {kernel!r}" if not isinstance(kernel, list) else \
                 f"One of the kernels {kernel!r}"
@@ -205,13 +206,13 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
                 f"on the training data: {exc}") from exc
 
     def _learn(self, X_train, codes, targets, kernel, likelihood, inference, options,
-               priors, learn_likelihood, key):
-        """:meth:`_fit_evidence` on the training inputs to keep: ``(objective,
-        result, optimum)``."""
+               priors, learn_likelihood, state):
+        """:meth:`_fit_evidence` on the training inputs to keep, from the
+        warm-start ``state``: ``(objective, result, optimum)``."""
         Ks, jitters = zip(*(checked_kernel_matrix(k, X_train) for k in
                             (kernel if isinstance(kernel, list) else [kernel])))
         objective = EvidenceObjective(kernel, X_train, targets, likelihood, inference,
-                                      options, self._start_state(key), list(jitters),
+                                      options, state, list(jitters),
                                       learn_likelihood, K=list(Ks))
         del Ks     # the objective's first evaluation uses them (then drops them)
         learn = self.optimizer is not None and objective.theta.shape[0] > 0
