@@ -39,7 +39,8 @@ from sklearn.model_selection import StratifiedKFold
 
 import gpc
 import gpc.evidence
-from gpc.inference.multinomial import _Factors
+from gpc.inference.multinomial import _Factors, _mv
+from gpc.kernels import contract
 from gpc.inference.multinomial_ep import _Posterior
 from gpc.likelihoods import softmax
 
@@ -83,13 +84,6 @@ def _fit(X, y, **kw):
     return elapsed, clf, counts
 
 
-def _gradient(kernel, X, dK):
-    """d log Z / d theta of a shared kernel from the classes' dK."""
-    _, grads = kernel(X, eval_gradient=True)
-    total = dK.sum(axis=0)
-    return np.array([np.sum(total * grads[:, :, j]) for j in range(grads.shape[2])])
-
-
 def _tolerances(X, y, kernel):
     K = np.asfortranarray(kernel(X))
     Ks = [K] * int(y.max() + 1)
@@ -98,7 +92,7 @@ def _tolerances(X, y, kernel):
         t0 = time.perf_counter()
         res = gpc.infer(Ks, y, method="ep", likelihood="multinomial_probit", tol=tol)
         out[tol] = (res.info["n_iter"], time.perf_counter() - t0, res.log_evidence,
-                    _gradient(kernel, X, res.dK), res)
+                    contract(kernel, X, res.dK.sum(axis=0)), res)
     return out
 
 
@@ -110,7 +104,7 @@ def run(args, argv=None):
             [("Laplace", {}), ("EP", {"method": "ep", "likelihood": "probit"})]}
     lap, ep = fits["Laplace"][1].base_estimator_, fits["EP"][1].base_estimator_
     Ks_lap = [np.asfortranarray(lap.kernel_(X))] * lap.classes_.size
-    pi = softmax(np.stack([K @ a for K, a in zip(Ks_lap, lap.posterior_.alpha)]))
+    pi = softmax(_mv(Ks_lap, lap.posterior_.alpha))
     tol = _tolerances(X, y, ep.kernel_)
     state = tol[1e-8][4].state
     Ks_ep = [np.asfortranarray(ep.kernel_(X))] * ep.classes_.size
