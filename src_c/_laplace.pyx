@@ -27,7 +27,8 @@ from scipy.linalg.cython_lapack cimport spotrs
 from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK,
                     scale_site_inverse, site_inverse, symv_lower, sync_threads)
 from _lik cimport lik_differentiable
-from _model cimport LIK_PYTHON, Model, model_derivs, model_of, model_raise
+from _model cimport (LIK_PYTHON, Model, model_check_weights, model_of, model_raise,
+                    model_site_derivs)
 from _signals cimport check_signals
 
 
@@ -105,7 +106,7 @@ cdef int _derivs_at(Newton* nw) noexcept nogil:
     cdef int i
     cdef double lp, g1, g2, g3
     for i in range(nw.n):
-        if model_derivs(nw.md, nw.y[i], nw.f[i], &lp, &g1, &g2, &g3) != 0:
+        if model_site_derivs(nw.md, i, nw.y[i], nw.f[i], &lp, &g1, &g2, &g3) != 0:
             return ST_NO_DERIVATIVES
         nw.d1[i] = g1
         nw.w[i] = -g2 if g2 < 0.0 else 0.0
@@ -122,7 +123,7 @@ cdef double _psi(const Newton* nw, const double* a, const double* f,
     cdef int i, n = nw.n
     cdef double lp, g1, g2, g3, s = 0.0, mag = 0.0, af = 0.0
     for i in range(n):
-        model_derivs(nw.md, nw.y[i], f[i], &lp, &g1, &g2, &g3)
+        model_site_derivs(nw.md, i, nw.y[i], f[i], &lp, &g1, &g2, &g3)
         s += lp
         mag += fabs(lp) + 0.5 * fabs(a[i] * f[i])
         af += a[i] * f[i]
@@ -415,12 +416,14 @@ def _check_shapes(K, n, **arrays):
                              f"{tuple(a.shape)[:len(want)]}.")
 
 
-cdef const Model* _laplace_model(model) except NULL:
+cdef const Model* _laplace_model(model, Py_ssize_t n) except NULL:
     """The model's struct, if its likelihood is one Laplace handles (its
-    parameters were checked when the model was built)."""
+    parameters were checked when the model was built) and it holds no weights
+    or n of them (the objective is then sum_i w_i log p(y_i | f_i) - f'K^{-1}f/2)."""
     cdef const Model* md = model_of(model)
     if not (md.lik == LIK_PYTHON or lik_differentiable(md.lik)):
         raise ValueError(f"the likelihood of code {md.lik} has no derivatives.")
+    model_check_weights(md, n)
     return md
 
 
@@ -484,7 +487,7 @@ def newton_mode(const double[::1, :] K, const double[::1] y, model, double[::1] 
     cdef Newton nw
     cdef Outcome out
     _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L)
-    nw.md = _laplace_model(model)
+    nw.md = _laplace_model(model, n)
     if n == 0:
         return ST_OK, 0, True, 0.0, 0.0, 0, 0, 0
     # Pointers into the caller's arrays only once their shapes are checked and n > 0
@@ -545,7 +548,7 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
     cdef const double* Lp
     cdef const Model* md
     _check_shapes(K, n, y=y, a=alpha, f=f, sW=sW, L=L, dK=dK)
-    md = _laplace_model(model)
+    md = _laplace_model(model, n)
     if n == 0:
         return 0
     R = &dK[0, 0]
@@ -561,7 +564,7 @@ def evidence_dK(const double[::1, :] K, const double[::1, :] L, const double[::1
             info = site_inverse(Lp, R, n)
             if info == 0:
                 for i in range(n):
-                    model_derivs(md, y[i], f[i], &lp, &g1, &g2, &g3)
+                    model_site_derivs(md, i, y[i], f[i], &lp, &g1, &g2, &g3)
                     wi = sW[i] * sW[i]
                     # diag(Sigma)_i = (1 - Binv_ii) / W_i; where W_i underflows, d3
                     # does too and the implicit term of this point vanishes.

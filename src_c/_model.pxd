@@ -41,6 +41,8 @@ cdef struct Model:
     int rule            # RULE_EP or RULE_PL (the Gaussian-site loop only)
     Quad evq            # PL: the Gauss-Hermite rule of the evidence correction
     void* owner         # LIK_PYTHON: the LikelihoodModel (borrowed; it owns the struct)
+    const double* w     # the examples' weights (NULL: all 1; see model_site_derivs)
+    int n_w             # their number (0 when w is NULL)
     PythonMoments py_moments
     PythonDerivs py_derivs
 
@@ -52,6 +54,14 @@ cdef inline const Model* model_of(object model) except NULL:
         raise TypeError("expected a gpc._model.LikelihoodModel, got "
                         f"{type(model).__name__}.")
     return <const Model*> PyCapsule_GetPointer(cap, b"gpc._model.Model")
+
+
+cdef inline int model_check_weights(const Model* md, Py_ssize_t n) except -1:
+    """Refuse weights whose number is not the number of examples n (every entry
+    point that reads md.w calls it)."""
+    if md.w != NULL and md.n_w != n:
+        raise ValueError(f"the model holds {md.n_w} weights for {n} examples.")
+    return 0
 
 
 cdef inline int model_raise(object model) except -1:
@@ -80,3 +90,43 @@ cdef inline int model_derivs(const Model* md, double y, double f, double* lp,
     if md.lik == LIK_PYTHON:
         return md.py_derivs(md.owner, y, f, lp, d1, d2, d3)
     return lik_derivs(md.lik, y, f, md.par, lp, d1, d2, d3)
+
+
+# ---- the examples' weights: the weighted likelihood prod_i p(y_i | f_i)^(w_i)
+
+cdef inline double model_weight(const Model* md, int i) noexcept nogil:
+    """The weight w_i of example i (1 without weights)."""
+    return 1.0 if md.w == NULL else md.w[i]
+
+
+cdef inline int model_site_derivs(const Model* md, int i, double y, double f,
+                                  double* lp, double* d1, double* d2,
+                                  double* d3) noexcept nogil:
+    """``model_derivs`` of example i's weighted term w_i log p(y_i | f): all four
+    values times w_i, and exactly 0 for a zero weight (even where log p is
+    -inf), so that such an example drops out of Laplace's and the variational
+    methods' objectives."""
+    cdef int status = model_derivs(md, y, f, lp, d1, d2, d3)
+    cdef double w
+    if md.w == NULL:
+        return status
+    w = md.w[i]
+    if w == 0.0:
+        lp[0] = d1[0] = d2[0] = d3[0] = 0.0
+        return 0
+    lp[0] *= w
+    d1[0] *= w
+    d2[0] *= w
+    d3[0] *= w
+    return status
+
+
+cdef inline double model_site_root(const Model* md, int i, double x) noexcept nogil:
+    """The part x / w_i of a Gaussian site's natural parameter x that EP's
+    cavity of example i removes: by power EP, the site t_i approximates
+    p(y_i | f)^(w_i) and the cavity is q / t_i^(1 / w_i), whose tilted law is
+    then the cavity times p(y_i | f) itself.  0 for a zero weight (the site is
+    held at 1), x without weights."""
+    if md.w == NULL:
+        return x
+    return x / md.w[i] if md.w[i] != 0.0 else 0.0

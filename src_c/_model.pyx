@@ -75,7 +75,10 @@ cdef class LikelihoodModel:
     rule ``quad_x`` and ``quad_logw`` (probabilists', log weights), and for the
     Gaussian-site loop its ``rule`` (``RULE_EXPECTATION_PROPAGATION`` or
     ``RULE_POSTERIOR_LINEARISATION``) with PL's evidence rule ``evq_x`` and
-    ``evq_logw`` (empty by default).  The arrays are held as given when they are
+    ``evq_logw`` (empty by default), and the examples' ``weights`` (None, or
+    one finite non-negative number per example: the weighted likelihood
+    ``prod_i p(y_i | f_i)^(w_i)``, see ``model_site_derivs`` and
+    ``model_site_root`` in ``_model.pxd``).  The arrays are held as given when they are
     contiguous float64 (else converted): they must not change while the model is
     used.  The C struct (``Model``) points into them; the loops read it through
     ``_capsule``.
@@ -90,11 +93,11 @@ cdef class LikelihoodModel:
     cdef Model md
     cdef readonly int code, rule
     cdef readonly object par, quad_x, quad_logw, evq_x, evq_logw, _capsule
-    cdef readonly object likelihood
+    cdef readonly object likelihood, weights
     cdef object _moments, _derivs, _error
 
     def __init__(self, int code, par, quad_x, quad_logw, int rule=RULE_EP,
-                 evq_x=None, evq_logw=None, likelihood=None):
+                 evq_x=None, evq_logw=None, likelihood=None, weights=None):
         cdef int n_par = 0 if code == LIK_PYTHON else lik_n_params(code), n_given
         if n_par < 0:
             raise ValueError(f"unknown likelihood code {code}")
@@ -114,6 +117,7 @@ cdef class LikelihoodModel:
         if n_given < n_par:
             raise ValueError("this likelihood needs its parameter in par[0]")
         _quad(&self.md.quad, self.quad_x, self.quad_logw)
+        self._set_weights(weights)
         _quad(&self.md.evq, self.evq_x, self.evq_logw)
         self.code = code
         self.rule = rule
@@ -127,6 +131,24 @@ cdef class LikelihoodModel:
             self.md.py_moments = _python_moments
             self.md.py_derivs = _python_derivs
         self._capsule = PyCapsule_New(&self.md, b"gpc._model.Model", NULL)
+
+    cdef int _set_weights(self, weights) except -1:
+        """Point the struct at the examples' weights (None: unweighted), finite
+        and non-negative."""
+        self.md.w = NULL
+        self.md.n_w = 0
+        self.weights = None
+        if weights is None:
+            return 0
+        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        if self.weights.ndim != 1 or not (np.isfinite(self.weights).all()
+                                          and (self.weights >= 0).all()):
+            raise ValueError("weights must be a 1-D array of finite non-negative "
+                             "numbers.")
+        self.md.w = _data(self.weights, &self.md.n_w)
+        if self.md.w == NULL:
+            self.md.n_w = 0
+        return 0
 
     cdef int _call(self, int which, double y, double a, double b,
                    double* out) noexcept:
@@ -157,11 +179,13 @@ cdef class LikelihoodModel:
                 f"n_quad={self.md.quad.n}, rule={self.rule}, n_evq={self.md.evq.n})")
 
 
-def likelihood_model(likelihood, int rule=RULE_EP, evidence_rule=None):
+def likelihood_model(likelihood, int rule=RULE_EP, evidence_rule=None, weights=None):
     """The :class:`LikelihoodModel` of a likelihood object (its ``code``,
-    ``params``, ``quad_x`` and ``quad_logw``), with the site ``rule`` and PL's
-    evidence rule ``(x, logw)`` (or None)."""
+    ``params``, ``quad_x`` and ``quad_logw``), with the site ``rule``, PL's
+    evidence rule ``(x, logw)`` (or None) and the examples' ``weights`` (or
+    None: all 1)."""
     evq_x, evq_logw = (None, None) if evidence_rule is None else evidence_rule
     return LikelihoodModel(likelihood.code, likelihood.params, likelihood.quad_x,
                            likelihood.quad_logw, rule, evq_x, evq_logw,
-                           likelihood if likelihood.code == LIK_PYTHON else None)
+                           likelihood if likelihood.code == LIK_PYTHON else None,
+                           weights)

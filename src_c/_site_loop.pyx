@@ -45,7 +45,8 @@ from _blas cimport (chol_lower, chol_solve_lower, fill_site_dK, lower_gram,
                    symv_lower, syr_lower, syrk_lower, sync_threads,
                    tri_inverse_lower, trmm_lower, trmv_lower)
 from _lik cimport LIK_GAUSSIAN
-from _model cimport Model, RULE_EP, RULE_PL, model_of, model_raise
+from _model cimport (Model, RULE_EP, RULE_PL, model_check_weights, model_of,
+                    model_raise, model_site_root)
 from _site_rules cimport _log_evidence, _site_update
 from _signals cimport SIGNAL_BLOCK, check_signals
 
@@ -626,7 +627,7 @@ cdef double _propose(const Model* md, const double[::1] y, const double* tau,
     cdef int i, flags
     cdef double change = 0.0
     for i in range(y.shape[0]):
-        flags = _site_update(md, y[i], tau[i], nu[i], var[i], mu[i], 1.0, clip,
+        flags = _site_update(md, i, y[i], tau[i], nu[i], var[i], mu[i], 1.0, clip,
                              &tnew[i], &nnew[i])
         counts[0] += flags & 1
         counts[1] += (flags >> 1) & 1
@@ -855,7 +856,8 @@ cdef bint _linear_marginals(const Run* r, double* work) noexcept nogil:
         # diagonal terms in double precision, off-diagonal ones from the model
         mu[i] = mu0[i] + var0[i] * dn[i] + x32[2 * n + i]
         var[i] = var0[i] - (var0[i] * var0[i] * dt[i] + x32[3 * n + i])
-        if not (var[i] > 0.0) or not (1.0 / var[i] - r.tau[i] > 0.0):
+        if not (var[i] > 0.0) or not (
+                1.0 / var[i] - model_site_root(&r.md, i, r.tau[i]) > 0.0):
             usable = False
     return usable
 
@@ -913,26 +915,30 @@ cdef int _linearised_sweeps(Run* r, const double[::1] y, double inner_tol,
     return max_inner
 
 
-cdef int _n_improper_cavities(const double* tau, const double* var, int n) noexcept nogil:
+cdef int _n_improper_cavities(const Model* md, const double* tau, const double* var,
+                              int n) noexcept nogil:
     cdef int i, k = 0
     for i in range(n):
-        if not (1.0 / var[i] - tau[i] > 0.0):
+        if not (1.0 / var[i] - model_site_root(md, i, tau[i]) > 0.0):
             k += 1
     return k
 
 
-cdef bint _cavities_stay_proper(const double* Sigma, const double* col, double c,
-                                const double* tau, int i, int n) noexcept nogil:
+cdef bint _cavities_stay_proper(const Model* md, const double* Sigma,
+                                const double* col, double c, const double* tau, int i,
+                                int n) noexcept nogil:
     """Whether Sigma - c col col' (the rank-one update of site i) leaves every other
-    cavity that is proper now proper: 1/Sigma_jj - tau_j > 0."""
+    cavity that is proper now proper: 1/Sigma_jj - tau_j > 0 (tau_j / w_j with
+    weights, see ``_site_update``)."""
     cdef int j
-    cdef double v
+    cdef double v, t
     for j in range(n):
         v = Sigma[j + j * n]
-        if j == i or not (1.0 / v - tau[j] > 0.0):
+        t = model_site_root(md, j, tau[j])
+        if j == i or not (1.0 / v - t > 0.0):
             continue
         v -= c * col[j] * col[j]
-        if not (v > 0.0 and 1.0 / v - tau[j] > 0.0):
+        if not (v > 0.0 and 1.0 / v - t > 0.0):
             return False
     return True
 
@@ -1182,7 +1188,8 @@ cdef void _factorise_step(Run* r) noexcept nogil:
             r.status = _factorise(r, r.l_kept, r.rowmask)
         if r.status == ST_OK:
             _marginals_at(r, NULL if r.l_kept else r.rowmask)
-            if r.clip or _n_improper_cavities(r.tau, r.var, r.n) <= r.n_improper:
+            if r.clip or (_n_improper_cavities(&r.md, r.tau, r.var, r.n)
+                          <= r.n_improper):
                 return
             r.status = ST_IMPROPER
         if not r.single:
@@ -1269,17 +1276,25 @@ cdef int _sequential_site(Run* r, const double[::1] y, int i, int n_neg) noexcep
     for j in range(i, n):
         col[j] = r.Sigma[j + i * n]
     while True:
-        flags = _site_update(&r.md, y[i], r.tau[i], r.nu[i], sii, mui, r.damping,
+        flags = _site_update(&r.md, i, y[i], r.tau[i], r.nu[i], sii, mui, r.damping,
                              clip, &t_new, &n_new)
         dtau = t_new - r.tau[i]
         dnu = n_new - r.nu[i]
-        # The rank-one update keeps Sigma positive definite even when the new
-        # precision is negative: 1 + dtau Sigma_ii = (tau_cav + t_new) / (tau_cav +
-        # tau_i) > 0.  With negative sites it may leave another cavity improper:
-        # then the update is clipped, and failing that skipped.
+        # Unweighted, the rank-one update keeps Sigma positive definite even when
+        # the new precision is negative: 1 + dtau Sigma_ii = (tau_cav + t_new) /
+        # (tau_cav + tau_i) > 0; with weights (power EP) it may not, and the
+        # update is skipped.  With negative sites it may leave another cavity
+        # improper: then the update is clipped, and failing that skipped.
+        if not (1.0 + dtau * sii > 0.0):
+            flags = 1
+            t_new = r.tau[i]
+            n_new = r.nu[i]
+            dtau = 0.0
+            dnu = 0.0
+            break
         c = dtau / (1.0 + dtau * sii)
         if flags != 0 or n_neg - (r.tau[i] < 0.0) + (t_new < 0.0) == 0 \
-                or _cavities_stay_proper(r.Sigma, col, c, r.tau, i, n):
+                or _cavities_stay_proper(&r.md, r.Sigma, col, c, r.tau, i, n):
             break
         if not clip and t_new < 0.0:
             clip = True
@@ -1527,6 +1542,7 @@ cdef _check_run(const double[::1, :] K, const double[::1] y, const Model* md,
         raise ValueError("orders must have one permutation of range(n) per sweep.")
     if md.rule == RULE_PL and md.lik != LIK_GAUSSIAN and md.evq.n == 0:
         raise ValueError("posterior linearisation needs the evidence quadrature rule.")
+    model_check_weights(md, n)
 
 
 cdef void _run_arrays(Run* r, const double[::1, :] K, double[::1] tau,

@@ -16,7 +16,8 @@
 from libc.math cimport exp, fabs, log, log1p, sqrt, isfinite, INFINITY, M_PI, NAN
 
 from _lik cimport LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell
-from _model cimport Model, RULE_EP, RULE_PL, model_derivs, model_moments
+from _model cimport (Model, RULE_EP, RULE_PL, model_derivs, model_moments,
+                    model_site_root, model_weight)
 
 
 # ---- posterior linearisation's rule
@@ -198,42 +199,63 @@ cdef inline double _pl_log_evidence(const Model* md, const double[::1] y,
     marginal can be more precise than the marginal (x >= 1/2 in ``_slr``'s terms,
     e.g. for the step wherever |mu_i| < 0.81 sqrt(P_i), as in the first sweep),
     and the integral then diverges.  Labels left out by ``_pl_label_ok`` are
-    counted in n_bad.  The Gaussian likelihood is linear: no correction."""
+    counted in n_bad.  The Gaussian likelihood is linear: no correction.
+
+    With weights, label i's site approximates p(y_i|f)^(w_i), and its term is
+    w_i times the correction at the site's root t_i^(1 / w_i) (power EP's
+    evidence term, see ``_log_evidence``); a zero weight adds nothing.  The
+    Gaussian's constant term is w_i times its unweighted one."""
     cdef int i
-    cdef double total = 0.0
+    cdef double total = 0.0, wi, ti
     n_bad[0] = 0
     for i in range(n):
         total += 0.5 * nu[i] * mu[i] - log(L[i + i * n])
-        if md.lik == LIK_GAUSSIAN:
-            total -= 0.5 * (log(2.0 * M_PI * md.par[0]) + y[i] * y[i] / md.par[0])
+        wi = model_weight(md, i)
+        if wi == 0.0:
             continue
-        if not _pl_label_ok(md, y[i], mu[i], var[i], tau[i]):
+        if md.lik == LIK_GAUSSIAN:
+            total -= 0.5 * wi * (log(2.0 * M_PI * md.par[0]) + y[i] * y[i] / md.par[0])
+            continue
+        ti = model_site_root(md, i, tau[i])
+        if not _pl_label_ok(md, y[i], mu[i], var[i], ti):
             n_bad[0] += 1
             continue
-        total += _pl_correction(md, y[i], mu[i], var[i], tau[i], nu[i], NULL)
+        total += wi * _pl_correction(md, y[i], mu[i], var[i], ti,
+                                     model_site_root(md, i, nu[i]), NULL)
     return total
 
 
 # ---- the rule of a run: EP's moment matching, or PL's regression
 
-cdef inline int _site_update(const Model* md, double yi, double tau_i, double nu_i,
-                             double var_i, double mu_i, double damping, bint clip,
-                             double* tau_new, double* nu_new) noexcept nogil:
-    """One EP site update from the marginal (var_i, mu_i).  Returns its flags:
+cdef inline int _site_update(const Model* md, int i, double yi, double tau_i,
+                             double nu_i, double var_i, double mu_i, double damping,
+                             bint clip, double* tau_new, double* nu_new) noexcept nogil:
+    """One update of site i from the marginal (var_i, mu_i).  Returns its flags:
     bit 0 = skipped (improper cavity), bit 1 = clipped (tilted variance rounded to
     <= 0, or, with ``clip``, a negative site precision), bit 2 = non-finite
-    moments (skipped)."""
-    cdef double tau_cav = 1.0 / var_i - tau_i
-    cdef double nu_cav = mu_i / var_i - nu_i
+    moments (skipped).
+
+    With weights, the site approximates p(y_i|f)^(w_i): by power EP (power
+    1 / w_i), the cavity removes the site's root t_i^(1 / w_i), the tilted law is
+    the cavity times p(y_i|f), and the new site is the moment-matched one raised
+    to w_i (its natural parameters times w_i); PL's regression site is raised to
+    w_i likewise.  A zero weight holds the site at 1 (tau = nu = 0)."""
+    cdef double wi = model_weight(md, i)
+    cdef double tau_cav = 1.0 / var_i - model_site_root(md, i, tau_i)
+    cdef double nu_cav = mu_i / var_i - model_site_root(md, i, nu_i)
     cdef double v_cav, m_cav, logZ, d1, d2, dpar, denom, t_new, n_new
     cdef int flags = 0
+    if wi == 0.0:
+        tau_new[0] = 0.0
+        nu_new[0] = 0.0
+        return 0
     if md.rule == RULE_PL:
         if not _slr(md, yi, var_i, mu_i, &t_new, &n_new, &d1, &d2, &dpar):
             tau_new[0] = tau_i
             nu_new[0] = nu_i
             return 4
-        tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
-        nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
+        tau_new[0] = (1.0 - damping) * tau_i + damping * wi * t_new
+        nu_new[0] = (1.0 - damping) * nu_i + damping * wi * n_new
         return 0
     if not (tau_cav > 0.0) or not isfinite(tau_cav):
         tau_new[0] = tau_i
@@ -254,8 +276,8 @@ cdef inline int _site_update(const Model* md, double yi, double tau_i, double nu
         t_new = 0.0
         n_new = d1
         flags = 2
-    tau_new[0] = (1.0 - damping) * tau_i + damping * t_new
-    nu_new[0] = (1.0 - damping) * nu_i + damping * n_new
+    tau_new[0] = (1.0 - damping) * tau_i + damping * wi * t_new
+    nu_new[0] = (1.0 - damping) * nu_i + damping * wi * n_new
     return flags
 
 
@@ -267,9 +289,15 @@ cdef inline double _log_evidence(const Model* md, const double[::1] y,
     zero prior mean; log|I + K T|/2 = sum log L_ii + logdet_c with the negative
     sites) and d log Z_EP / d par[0] = sum_i d log Z_i / d par[0] at the
     cavities (exact at a fixed point).  Sites with an improper cavity are left out
-    and counted in n_bad."""
+    and counted in n_bad.
+
+    With weights (power EP, see ``_site_update``), site i's term, log Z_i minus
+    the log normaliser of the cavity times the site's root (tau_i / w_i,
+    nu_i / w_i), is multiplied by w_i, as is its d/d par[0]; a zero weight adds
+    nothing (its site is 1).  The Gaussian terms are those of the sites."""
     cdef int i, n = y.shape[0]
     cdef double tau_cav, nu_cav, logZ, d1, d2, dpar, total = 0.0, nu_mu = 0.0
+    cdef double wi, ti, ni, term
     dlik[0] = 0.0
     n_bad[0] = 0
     if md.rule == RULE_PL:
@@ -277,16 +305,21 @@ cdef inline double _log_evidence(const Model* md, const double[::1] y,
     for i in range(n):
         total -= log(L[i + i * n])
         nu_mu += nu[i] * mu[i]
-        tau_cav = 1.0 / var[i] - tau[i]
-        nu_cav = mu[i] / var[i] - nu[i]
+        wi = model_weight(md, i)
+        if wi == 0.0:
+            continue
+        ti = model_site_root(md, i, tau[i])
+        ni = model_site_root(md, i, nu[i])
+        tau_cav = 1.0 / var[i] - ti
+        nu_cav = mu[i] / var[i] - ni
         if not (tau_cav > 0.0):
             n_bad[0] += 1
             continue
         model_moments(md, y[i], nu_cav / tau_cav, 1.0 / tau_cav, &logZ, &d1, &d2,
                       &dpar)
-        dlik[0] += dpar
-        total += logZ
-        total += 0.5 * nu_cav * (tau[i] / tau_cav * nu_cav - 2.0 * nu[i]) / (tau[i] + tau_cav)
-        total -= 0.5 * nu[i] * nu[i] / (tau_cav + tau[i])
-        total += 0.5 * log(1.0 + tau[i] / tau_cav)
+        dlik[0] += wi * dpar
+        term = logZ + 0.5 * nu_cav * (ti / tau_cav * nu_cav - 2.0 * ni) / (ti + tau_cav)
+        term -= 0.5 * ni * ni / (tau_cav + ti)
+        term += 0.5 * log(1.0 + ti / tau_cav)
+        total += wi * term
     return total + 0.5 * nu_mu - logdet_c
