@@ -76,8 +76,9 @@ def test_the_description_is_callable_like_its_function(method):
     params = inspect.signature(spec).parameters
     assert list(params)[:3] == ["K", "y", "likelihood"]
     assert dict(spec.options) == {k: p.default for k, p in params.items()
-                                  if p.kind == p.KEYWORD_ONLY
-                                  and k not in ("init", "compute_gradient")}
+                                  if p.kind == p.KEYWORD_ONLY and k not in (
+                                      "init", "compute_gradient", "sample_weight")}
+    assert ("sample_weight" in params) == spec.accepts_sample_weight
     if spec.max_iter_option is not None:
         assert spec.max_iter_option in spec.options
 

@@ -153,6 +153,9 @@ class InferenceMethod:
     likelihoods : tuple of classes or None
         The likelihood classes the method handles (None: every likelihood of
         one latent value, or the method checks itself).
+    accepts_sample_weight : bool
+        Whether ``function`` takes ``sample_weight`` (one non-negative weight
+        per example: the weighted likelihood ``prod_i p(y_i | f_i)^(w_i)``).
     multinomial : bool
         Whether it is a method of the multinomial model (its likelihoods are of
         C latent values, see :class:`gpc.likelihoods.MultinomialLikelihood`):
@@ -171,6 +174,7 @@ class InferenceMethod:
     state_keys: tuple = ()
     posterior_dK: Optional[Callable] = None
     likelihoods: Optional[tuple] = None
+    accepts_sample_weight: bool = False
 
     def __post_init__(self):
         # inspect.signature (and so help()) follows __wrapped__ to the function.
@@ -190,6 +194,23 @@ class InferenceMethod:
             raise ValueError(f"method={self.name!r} of {model} needs the {names} "
                              f"likelihood, got {likelihood.name!r}.")
 
+    def check_sample_weight(self, sample_weight, n):
+        """``sample_weight`` as a float64 array of n finite non-negative
+        numbers, not all 0 (None stays None); ValueError if the method takes
+        no weights or they are not such numbers."""
+        if sample_weight is None:
+            return None
+        if not self.accepts_sample_weight:
+            takers = sorted(m.name for v in _METHODS.values() for m in v
+                            if m.accepts_sample_weight
+                            and m.multinomial == self.multinomial)
+            model = "the multinomial model" if self.multinomial else "binary problems"
+            raise ValueError(f"method={self.name!r} of {model} does not take sample "
+                             "weights; " + (f"the methods that do: {takers}."
+                                            if takers else "none of its methods does "
+                                            "yet (one-vs-rest does)."))
+        return check_sample_weight(sample_weight, n)
+
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
 
@@ -199,6 +220,24 @@ class InferenceMethod:
 
 #: Parameters every method's function has besides its options.
 _CALL_PARAMETERS = ("init", "compute_gradient")
+#: The parameter of the functions of methods that take weights.
+_WEIGHTS = "sample_weight"
+
+
+def check_sample_weight(sample_weight, n):
+    """``sample_weight`` as a new float64 array of n finite non-negative
+    numbers with a positive one (ValueError otherwise)."""
+    try:
+        w = np.array(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        w = np.asarray(np.nan)
+    if w.shape != (n,) or not (np.isfinite(w).all() and (w >= 0).all()):
+        raise ValueError(f"sample_weight must be {n} finite non-negative numbers (one "
+                         f"per example), got {reprlib.repr(sample_weight)}.")
+    if not (w > 0).any():
+        raise ValueError("sample_weight is zero for every example: there is nothing "
+                         "to fit.")
+    return w
 
 
 def _signature_options(name, fn):
@@ -214,18 +253,21 @@ def _signature_options(name, fn):
                         "(K, y, likelihood, *, init=None, compute_gradient=True, "
                         "**options).")
     return MappingProxyType({k: p.default for k, p in params.items()
-                             if p.kind == p.KEYWORD_ONLY and k not in _CALL_PARAMETERS})
+                             if p.kind == p.KEYWORD_ONLY
+                             and k not in _CALL_PARAMETERS + (_WEIGHTS,)})
 
 
 def register(name, max_iter_option="max_iter", has_gradient=True, workspace=False,
              lower_bound=False, learning_needs_noise=False, state=(),
-             posterior_dK=None, likelihoods=None):
+             posterior_dK=None, likelihoods=None, sample_weight=False):
     """Decorator registering an inference function under ``name``.
 
     The function is returned unchanged; :func:`get_method` returns the
     :class:`InferenceMethod` made from it.  See :class:`InferenceMethod` for the
     meaning of the arguments (``workspace`` sets ``accepts_workspace``, ``state``
-    sets ``state_keys``).  ``likelihoods`` restricts a method to some
+    sets ``state_keys``, ``sample_weight`` sets ``accepts_sample_weight``: the
+    function then has a keyword-only ``sample_weight=None``, given an array of
+    non-negative weights checked by :func:`infer`).  ``likelihoods`` restricts a method to some
     likelihood classes; one name may have a variant for binary problems and a
     variant for the multinomial model (``likelihoods`` of C latent values),
     which :func:`get_method` chooses by the likelihood.
@@ -234,8 +276,8 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     ------
     ValueError
         If ``name`` is already registered for the same model, or
-        ``max_iter_option`` or ``workspace`` names a parameter that the
-        function does not have.
+        ``max_iter_option``, ``workspace`` or ``sample_weight`` names a
+        parameter that the function does not have.
     TypeError
         If the function does not have a method's signature.
 
@@ -265,6 +307,9 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
         if _variant(name, _of_multinomial(likelihoods)) is not None:
             raise ValueError(f"an inference method {name!r} is already registered.")
         options = _signature_options(name, fn)
+        if sample_weight and _WEIGHTS not in inspect.signature(fn).parameters:
+            raise ValueError(f"method {name!r}: sample_weight=True, but its function "
+                             "has no parameter 'sample_weight'.")
         for what, option in (("max_iter_option", max_iter_option),
                              ("workspace", "workspace" if workspace else None)):
             if option is not None and option not in options:
@@ -274,7 +319,8 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
             name=name, function=fn, options=options, max_iter_option=max_iter_option,
             has_gradient=has_gradient, lower_bound=lower_bound,
             learning_needs_noise=learning_needs_noise, accepts_workspace=workspace,
-            state_keys=tuple(state), posterior_dK=posterior_dK, likelihoods=likelihoods)
+            state_keys=tuple(state), posterior_dK=posterior_dK, likelihoods=likelihoods,
+            accepts_sample_weight=bool(sample_weight))
         _METHODS.setdefault(name, []).append(method)
         return fn
 
@@ -485,8 +531,8 @@ def checked_kernel_matrix(kernel, X):
     return K, psd_jitter(K, f"The kernel {kernel!r} gives a covariance matrix that")
 
 
-def infer(K, y, method="laplace", likelihood="probit", *, init=None,
-          compute_gradient=True, check_psd=True, **options):
+def infer(K, y, method="laplace", likelihood="probit", *, sample_weight=None,
+          init=None, compute_gradient=True, check_psd=True, **options):
     """Approximate GP classification posterior and evidence for a covariance matrix.
 
     The K-level entry point of gpc: another library hands over a prior covariance
@@ -511,6 +557,14 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         (C, n, n), "softmax" (:class:`gpc.likelihoods.Softmax`; methods
         "laplace" and "vb") or "multinomial_probit"
         (:class:`gpc.likelihoods.MultinomialProbit`; method "ep").
+    sample_weight : array-like of shape (n,), optional
+        One finite non-negative weight per example: the method then fits the
+        weighted likelihood ``prod_i p(y_i | f_i)^(w_i)``.  A zero weight
+        drops the example, an integer weight counts it as that many copies
+        (exactly for Laplace; EP fits a weighted site by power EP, which
+        approximates the copies).  Only the methods whose
+        :class:`~gpc.inference.InferenceMethod` has ``accepts_sample_weight``
+        take weights.
     init : dict, optional
         ``state`` of a previous result of the same method on as many examples, to
         warm-start from.
@@ -538,7 +592,9 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         For an unknown method or likelihood, a method/likelihood pair the method
         does not support (e.g. Laplace with a likelihood without derivatives,
         "vb" with anything but the logit and probit), an unknown or out-of-range
-        option, an ``init`` that is not such a state, a K that is not a finite
+        option, an ``init`` that is not such a state, weights that are not n
+        finite non-negative numbers with a positive one or are given to a
+        method that takes none, a K that is not a finite
         square symmetric matrix or is empty (no examples), or labels the
         likelihood does not accept.
     TypeError
@@ -589,6 +645,9 @@ def infer(K, y, method="laplace", likelihood="probit", *, init=None,
         yv = lik.check_targets(y, Kf.shape[0])
         shape, distinct = (Kf.shape[0],), (Kf,)
     check_init(method, init, shape, lik)
+    weights = fn.check_sample_weight(sample_weight, shape[-1])
+    if weights is not None:
+        options[_WEIGHTS] = weights
     # K exists; the method needs at least a factorisation and an inverse besides
     # (per class for the multinomial model).
     check_full_fit_memory(shape[-1], f"gpc.infer(method={method!r})",

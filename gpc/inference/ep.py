@@ -25,10 +25,11 @@ def _posterior_dK(posterior, info):
 
 
 @register("ep", max_iter_option="max_sweeps", workspace=True,
-          state=("tau", "nu"), posterior_dK=_posterior_dK)
-def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
-       damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
-       max_sweeps=200, accelerate=True, workspace=None):
+          state=("tau", "nu"), posterior_dK=_posterior_dK, sample_weight=True)
+def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None,
+       updates="auto", damping=None, min_damping=0.05, order="fixed",
+       random_state=None, tol=1e-8, max_sweeps=200, accelerate=True,
+       workspace=None):
     """Expectation propagation (EP) for GP classification.
 
     Approximates each likelihood term by a Gaussian site
@@ -51,6 +52,9 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
         and the best kept (``info["warm_start_rejected"]``).
     compute_gradient : bool, default=True
         Whether to compute ``dK`` and ``dlik``.
+    sample_weight : ndarray of shape (n,), optional
+        Non-negative weights of the examples (see :func:`gpc.infer`): site i
+        approximates ``p(y_i | f_i)^(w_i)`` by power EP (see Notes).
     updates : {"auto", "parallel", "sequential"}, default="auto"
         "parallel" updates all sites at once and refactorises once per sweep: the
         fast choice.  "sequential" updates one site at a time, the classic
@@ -146,15 +150,28 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
     with conflicting labels under the step likelihood), is retried with jitter
     on K (``info["jitter"]``).
 
+    *Weights.*  With ``sample_weight``, site i approximates the weighted term
+    ``p(y_i | f_i)^(w_i)`` by power EP with power ``1 / w_i`` (Minka 2004): the
+    cavity removes the site's root ``t_i^(1 / w_i)``, the tilted law is that
+    cavity times ``p(y_i | f_i)`` (so the likelihood's own moments serve), and
+    the moment-matched site is raised to ``w_i``.  The evidence is power EP's,
+    each site's term times ``w_i``, and stays stationary at the fixed point, so
+    ``dK`` keeps its form.  A zero weight holds the site at 1: the example drops
+    out exactly.  An integer weight is not the same as repeating the example
+    (EP's sites of the copies would differ from one site raised to the power);
+    the difference is the approximation's.
+
     References
     ----------
     Minka, T. P. (2001). Expectation propagation for approximate Bayesian
-    inference.  Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian Processes
+    inference.  Minka, T. P. (2004). Power EP. Microsoft Research technical
+    report MSR-TR-2004-149.  Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian Processes
     for Machine Learning, sections 3.6 and 5.5.2.
     """
     return fit_sites(K, y, likelihood, _site_loop.RULE_EXPECTATION_PROPAGATION, None,
                      init=init, compute_gradient=compute_gradient, updates=updates,
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
-                     accelerate=accelerate, workspace=workspace)
+                     accelerate=accelerate, workspace=workspace,
+                     sample_weight=sample_weight)
 

@@ -12,9 +12,10 @@ from ._base import (InferenceResult, NumericalError, register, with_jitter,
                     workspace_array)
 
 
-@register("laplace", state=("alpha",), workspace=True)
-def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
-            max_iter=100, single_precision=True, reuse_factor=True, workspace=None):
+@register("laplace", state=("alpha",), workspace=True, sample_weight=True)
+def laplace(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None,
+            tol=1e-10, max_iter=100, single_precision=True, reuse_factor=True,
+            workspace=None):
     """Laplace approximation of the GP classification posterior.
 
     A Gaussian centred at the posterior mode, with the curvature of the log
@@ -33,6 +34,10 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
         ``f = K alpha`` when that beats ``f = 0``.
     compute_gradient : bool
         Whether to compute ``dK``, including the implicit term through the mode.
+    sample_weight : ndarray of shape (n,), optional
+        Non-negative weights of the examples (see :func:`gpc.infer`): the
+        objective's log likelihood is ``sum_i w_i log p(y_i | f_i)``, so an
+        integer weight is exactly that many copies of the example.
     tol : float, default=1e-10
         Converged when a Newton step moves the mode by at most
         ``tol * (1 + max|f|)``; tight, so that the evidence is smooth in the
@@ -93,7 +98,7 @@ def laplace(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
     check_integer(max_iter, "max_iter", 0)
     max_cond = _laplace.SINGLE_MAX_COND if single_precision else 0.0
     n = K.shape[0]
-    model = _model.likelihood_model(likelihood)
+    model = _model.likelihood_model(likelihood, weights=sample_weight)
     par = model.par
     options = _laplace.NewtonOptions(float(tol), int(max_iter), max_cond,
                                      bool(reuse_factor))

@@ -95,18 +95,23 @@ class _Runner:
     """One call of the compiled loop from a start, with the options of a fit."""
 
     def __init__(self, y, likelihood, rule, evidence_rule, orders, options,
-                 compute_gradient, name):
+                 compute_gradient, name, sample_weight=None):
         self.y, self.likelihood, self.orders = y, likelihood, orders
         self.options, self.compute_gradient, self.name = (options, compute_gradient,
                                                           name)
-        self.model = _model.likelihood_model(likelihood, rule, evidence_rule)
+        self.model = _model.likelihood_model(likelihood, rule, evidence_rule,
+                                             sample_weight)
         self.par = self.model.par
+        # The sites of examples of zero weight are held at 1 (a warm start's too).
+        self.dropped = None if sample_weight is None else sample_weight == 0
 
     def __call__(self, K, start, ws):
         """A :class:`Fit` from ``start`` on K, or None when a factorisation failed
         (the caller adds jitter); ``ws``: the workspace of n x n buffers, or None."""
         n, grad = K.shape[0], self.compute_gradient
         tau, nu = start.tau.copy(), start.nu.copy()
+        if self.dropped is not None:
+            tau[self.dropped] = nu[self.dropped] = 0.0
         # Only L's lower triangle is ever written (its upper one stays zero).
         L = workspace_array(ws, "L", (n, n))
         b, S, mu, var = (np.empty(n) for _ in range(4))
@@ -238,7 +243,7 @@ def _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact):
 
 def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               updates, damping, min_damping, order, random_state, tol, max_sweeps,
-              accelerate, gradient_terms=None, workspace=None):
+              accelerate, gradient_terms=None, workspace=None, sample_weight=None):
     """The site fit of EP (``rule`` ``_site_loop.RULE_EXPECTATION_PROPAGATION``) or
     posterior linearisation (``_site_loop.RULE_POSTERIOR_LINEARISATION``), as an
     :class:`InferenceResult`.
@@ -248,7 +253,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     given, returns ``(D, dlik0, exact)``: a matrix added to ``dK = (b b' - S B^{-1}
     S) / 2`` (or None), the derivative with respect to the likelihood parameter and
     whether they make the total derivative (Binv holds B^{-1} in its lower
-    triangle).  The other options are those of :func:`gpc.inference.ep.ep`."""
+    triangle).  ``sample_weight``: the examples' weights (or None), as in
+    :func:`gpc.inference.ep.ep`, whose options the others are."""
     name = "EP" if rule == _site_loop.RULE_EXPECTATION_PROPAGATION else "PL"
     damping, max_sweeps = _checked_options(updates, order, damping, min_damping, tol,
                                            max_sweeps)
@@ -257,7 +263,7 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     runner = _Runner(y, likelihood, rule, evidence_rule,
                      _orders(n, updates, order, random_state, max_sweeps),
                      (damping, float(min_damping), float(tol), max_sweeps,
-                      bool(accelerate)), compute_gradient, name)
+                      bool(accelerate)), compute_gradient, name, sample_weight)
     fit, jitter, start, n_runs = _best_run(K, starts, runner, workspace)
     _check_outcome(name, fit.out, "parallel" if start.parallel else "sequential",
                    max_sweeps, compute_gradient)
