@@ -40,6 +40,13 @@ def _is_online(estimator):
     return estimator.method == "adf"
 
 
+def _rows(X, rows):
+    """The rows of training inputs (an array, or a list for other kernels)."""
+    if isinstance(X, np.ndarray):
+        return X[rows]
+    return [X[i] for i in rows]
+
+
 def _concatenate(a, b):
     """Training inputs followed by new ones (arrays, or lists for other kernels)."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
@@ -153,13 +160,21 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         return Setup(kernel, likelihood, inference, options,
                      kernel_priors(self.priors, [kernel]))
 
-    def fit(self, X, y):
+    def _weighted_method(self):
+        """The registered inference method, whose ``check_sample_weight``
+        checks the examples' weights (and refuses them if it takes none)."""
+        return get_method(self.method, self._model_likelihood())
+
+    def fit(self, X, y, sample_weight=None):
         """Fit the binary classifier (all state is set only once fitting succeeded).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
         y : array-like of shape (n_samples,), two classes
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the examples (see
+            :meth:`gpc.GaussianProcessClassifier.fit`).
 
         Returns
         -------
@@ -177,15 +192,16 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         self._check_memory(len(y01))
         objective, result, optimum, key = self._fit_evidence(
             X, y01, self._targets(y01), kernel, likelihood, inference, options, priors,
-            learn_likelihood=self.optimizer is not None)
+            sample_weight, learn_likelihood=self.optimizer is not None)
         self._store(objective.kernel, objective.likelihood, objective.X, y01, classes,
                     objective.jitters[0], result, optimum, key)
         return self
 
     def _fit_evidence(self, X, codes, targets, kernel, likelihood, inference, options,
-                      priors, learn_likelihood=False):
+                      priors, sample_weight=None, learn_likelihood=False):
         """The fit of the model of ``kernel`` (one, or a list: the joint model's)
-        to X and the method's ``targets`` (``codes``: the labels as stored):
+        to X and the method's ``targets`` (``codes``: the labels as stored),
+        the examples weighted by ``sample_weight`` (None: all 1):
         evidence maximisation from the kernels' hyperparameters unless
         ``optimizer`` is None, then the inference at the optimum.  Returns
         ``(objective, result, optimum, key)``: the objective at the optimum
@@ -194,26 +210,31 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         when nothing was learnt) and the data's fingerprint."""
         X_train = np.copy(X) if self.copy_X_train else X
         key = data_fingerprint(X_train, codes)
+        weights = inference.check_sample_weight(sample_weight, len(codes))
         try:
-            return (*self._learn(X_train, codes, targets, kernel, likelihood, inference,
+            fitted = self._learn(X_train, codes, targets, kernel, likelihood, inference,
                                  options, priors, learn_likelihood,
-                                 self._start_state(key)), key)
+                                 self._start_state(key), weights)
         except NotPositiveDefiniteError as exc:
             which = f"The kernel {kernel!r}" if not isinstance(kernel, list) else \
                 f"One of the kernels {kernel!r}"
             raise NotPositiveDefiniteError(
                 f"{which} gives a covariance matrix that is not positive semi-definite "
                 f"on the training data: {exc}") from exc
+        self._sample_weight = weights
+        return (*fitted, key)
 
     def _learn(self, X_train, codes, targets, kernel, likelihood, inference, options,
-               priors, learn_likelihood, state):
+               priors, learn_likelihood, state, weights):
         """:meth:`_fit_evidence` on the training inputs to keep, from the
-        warm-start ``state``: ``(objective, result, optimum)``."""
+        warm-start ``state``, with the checked ``weights`` (or None):
+        ``(objective, result, optimum)``."""
         Ks, jitters = zip(*(checked_kernel_matrix(k, X_train) for k in
                             (kernel if isinstance(kernel, list) else [kernel])))
         objective = EvidenceObjective(kernel, X_train, targets, likelihood, inference,
                                       options, state, list(jitters),
-                                      learn_likelihood, K=list(Ks))
+                                      learn_likelihood, K=list(Ks),
+                                      sample_weight=weights)
         del Ks     # the objective's first evaluation uses them (then drops them)
         learn = self.optimizer is not None and objective.theta.shape[0] > 0
         if learn and not inference.has_gradient:
@@ -226,12 +247,15 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         if learn:
             if priors is not None:    # none on learnt likelihood parameters
                 priors = priors + [None] * (objective.theta.shape[0] - len(priors))
+            # Examples of zero weight take no part in the start and tolerance.
+            kept = np.arange(len(codes)) if weights is None else \
+                np.flatnonzero(weights > 0)
             optimum = maximize_evidence(
                 objective, objective.theta, objective.bounds, optimizer=self.optimizer,
                 n_restarts=self.n_restarts_optimizer, random_state=self.random_state,
                 priors=priors, verbose=self.verbose, **learning_starts(
-                    objective.kernels, objective.theta, median_distance(X_train),
-                    len(codes)))
+                    objective.kernels, objective.theta,
+                    median_distance(_rows(X_train, kept)), len(kept)))
             objective.set_theta(optimum.theta)
             for k in objective.kernels:
                 if k.n_dims:
@@ -388,7 +412,8 @@ class _BinaryGaussianProcessClassifier(ClassifierMixin, BaseEstimator):
         kernel = self._fitted_kernel()
         objective = EvidenceObjective(
             kernel, self.X_train_, self._targets(self.y_train_), self.likelihood_,
-            *self._check_fit_params(), state=self._warm_state[1], jitter=self.jitter_)
+            *self._check_fit_params(), state=self._warm_state[1], jitter=self.jitter_,
+            sample_weight=getattr(self, "_sample_weight", None))
         if theta.shape != objective.theta.shape:
             raise ValueError(f"theta must have shape {objective.theta.shape}, got "
                              f"{theta.shape}.")

@@ -15,10 +15,12 @@ from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 
 import numpy as np
+from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -188,7 +190,7 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
             raise ValueError(f"Unknown multi-class mode {self.multi_class!r}; use "
                              + ", ".join(repr(a) for a in allowed) + ".")
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the classifier (nothing on the estimator changes unless it
         succeeds).
 
@@ -198,6 +200,14 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
             Training inputs.
         y : array-like of shape (n_samples,)
             Target classes (any two or more labels).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the examples, multiplied by those of
+            ``class_weight``: the model's likelihood is then
+            ``prod_i p(y_i | f_i)^(w_i)``, so that a zero weight drops an
+            example and an integer weight counts it as that many copies (see
+            :func:`gpc.infer`).  Only for a method that takes weights
+            (``gpc.inference.get_method(name).accepts_sample_weight``); the
+            others raise ValueError.
 
         Returns
         -------
@@ -213,12 +223,44 @@ class ClassifierFront(ClassifierMixin, BaseEstimator):
                 raise ValueError(
                     f"{type(self).__name__} requires 2 or more distinct classes; got "
                     f"1 class (only class {classes[0]} is present)")
+            weights = self._fit_weights(binary, y_, sample_weight)
             base = self._wrap(self._warm(binary), classes)
-            base.fit(X_, y_)
+            self._fit_base(base, X_, y_, weights)
             # A wrapper's template keeps no states of the previous fit.
             binary.__dict__.pop("_warm_starts", None)
             self._set_fitted(base, classes)
         return self
+
+    def _fit_weights(self, binary, y, sample_weight):
+        """The examples' weights: ``sample_weight`` times those of the
+        ``class_weight`` parameter (if the estimator has one), as scikit-learn's
+        classifiers take them; None when neither is given."""
+        class_weight = getattr(self, "class_weight", None)
+        if sample_weight is None and class_weight is None:
+            return None
+        method = getattr(binary, "_weighted_method", lambda: None)()
+        if method is None:
+            raise ValueError(f"{type(self).__name__} does not take sample weights "
+                             "(sample_weight or class_weight) yet; "
+                             "gpc.GaussianProcessClassifier does.")
+        weights = np.ones(len(y)) if sample_weight is None else \
+            method.check_sample_weight(sample_weight, len(y))
+        if class_weight is not None:
+            weights = weights * compute_sample_weight(class_weight, y)
+        return method.check_sample_weight(weights, len(y))
+
+    @staticmethod
+    def _fit_base(base, X, y, weights):
+        """Fit the binary estimator, joint model or wrapper, with the weights
+        if any (a wrapper hands each binary problem its examples' weights)."""
+        if weights is None:
+            base.fit(X, y)
+        elif not isinstance(base, tuple(_WRAPPERS.values())):
+            base.fit(X, y, sample_weight=weights)
+        else:
+            with config_context(enable_metadata_routing=True):
+                base.estimator.set_fit_request(sample_weight=True)
+                base.fit(X, y, sample_weight=weights)
 
     def partial_fit(self, X, y, classes=None):
         """Add examples to the fit without refitting: each is presented once,

@@ -73,8 +73,9 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
                              f"{likelihood.n_classes}), but y has {n_classes} classes.")
         return clone(likelihood).set_params(n_classes=n_classes)
 
-    def fit(self, X, y):
-        """Fit the joint model (all state is set only once fitting succeeded)."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit the joint model (all state is set only once fitting succeeded);
+        ``sample_weight`` only for a method that takes weights."""
         kernels, likelihood, inference, options, priors, shared = self._checked()
         encoder = LabelEncoder()
         labels = encoder.fit_transform(y)
@@ -88,7 +89,8 @@ class _MultinomialGaussianProcessClassifier(_BinaryGaussianProcessClassifier):
         self._check_memory(len(labels), classes.size)
         objective, result, optimum, key = self._fit_evidence(
             X, labels, self._targets(labels), kernels,
-            self._joint_likelihood(likelihood, classes.size), inference, options, priors)
+            self._joint_likelihood(likelihood, classes.size), inference, options, priors,
+            sample_weight)
         self.kernels_ = objective.kernels
         self._shared = shared
         self._store_result(objective.likelihood, objective.X, labels, classes,

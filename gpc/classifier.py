@@ -61,6 +61,13 @@ class GaussianProcessClassifier(ClassifierFront):
         probit model with the same kernel).  See Notes.
     n_jobs : int, default=None
         Parallel jobs for the one-vs-rest and one-vs-one binary problems.
+    class_weight : dict or "balanced", default=None
+        Weights of the classes, as in scikit-learn's classifiers: a dict
+        ``{class_label: weight}``, or "balanced" for ``n_samples / (n_classes *
+        np.bincount(y))``, which gives every class the same total weight (for
+        imbalanced data).  Each example's weight is its class's times its
+        ``sample_weight`` in :meth:`fit`.  Only for methods that take weights
+        ("laplace" and "ep"); the others raise ValueError in :meth:`fit`.
     method : str, default="laplace"
         Approximate inference method: "laplace", "ep", "pl" (posterior
         linearisation), "mean_field" (variational, its free energy maximised as
@@ -157,8 +164,8 @@ class GaussianProcessClassifier(ClassifierFront):
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
                  random_state=None, multi_class="one_vs_rest", n_jobs=None,
-                 method=_DEFAULT_METHOD, likelihood=DEFAULT_LIKELIHOOD,
-                 inference_options=None,
+                 class_weight=None, method=_DEFAULT_METHOD,
+                 likelihood=DEFAULT_LIKELIHOOD, inference_options=None,
                  priors=None, verbose=0):
         self.kernel = kernel
         self.optimizer = optimizer
@@ -169,6 +176,7 @@ class GaussianProcessClassifier(ClassifierFront):
         self.random_state = random_state
         self.multi_class = multi_class
         self.n_jobs = n_jobs
+        self.class_weight = class_weight
         self.method = method
         self.likelihood = likelihood
         self.inference_options = inference_options

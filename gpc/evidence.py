@@ -263,6 +263,9 @@ class EvidenceObjective(Evidence):
         The kernel matrices (without the jitter) when the caller already has
         them: the first evaluation uses them if it is at the kernels' own theta
         (then drops them), instead of building them again.
+    sample_weight : ndarray of shape (n,), optional
+        The examples' weights, for a method that takes them (see
+        :func:`gpc.infer`).
 
     Examples
     --------
@@ -288,12 +291,14 @@ class EvidenceObjective(Evidence):
     """
 
     def __init__(self, kernel, X, y, likelihood, method="laplace", options=None,
-                 state=None, jitter=0.0, learn_likelihood=False, K=None):
+                 state=None, jitter=0.0, learn_likelihood=False, K=None,
+                 sample_weight=None):
         super().__init__(kernel, likelihood, learn_likelihood, state)
         self.X = X
         self.y = y
         self._method = method if isinstance(method, InferenceMethod) else \
             get_method(method, likelihood)
+        self.sample_weight = self._method.check_sample_weight(sample_weight, len(y))
         self.method = self._method.name
         self._infer = self._method
         self.options = dict(options or {})
@@ -338,6 +343,8 @@ class EvidenceObjective(Evidence):
         Ks = self.kernel_matrices()
         extra = {} if workspace is None or not self._infer.accepts_workspace \
             else {"workspace": workspace}
+        if self.sample_weight is not None:
+            extra["sample_weight"] = self.sample_weight
         res = self._infer(self._method_K(Ks), self.y, self.likelihood, init=self.state,
                           compute_gradient=compute_gradient, **self.options, **extra)
         self._kept(res.state)

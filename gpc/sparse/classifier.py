@@ -297,7 +297,7 @@ inference_info_
         binary._prepared = binary._check_params()
         return binary
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on (X, y) (nothing changes unless it succeeds).
 
         Two classes are one sparse GP; more are fitted through ``multi_class``
@@ -319,6 +319,10 @@ inference_info_
             cut into blocks.
         y : array-like, Dask array or Dask Series of shape (n_samples,)
             One of X and y may be in memory: it is cut into the other's blocks.
+        sample_weight : None
+            The sparse model takes no sample weights yet: anything but None
+            raises ValueError (:class:`gpc.GaussianProcessClassifier` takes
+            them).
 
         Returns
         -------
@@ -326,14 +330,17 @@ inference_info_
 
         Raises
         ------
+        ValueError
+            For sample weights.
         RuntimeError
             With Dask data, when a worker that held some of them left the
             cluster during the fit and distributed cannot recompute them: the
             fit must be rerun.
         """
         if not (is_dask(X) or is_dask(y)):
-            return super().fit(X, y)
+            return super().fit(X, y, sample_weight)
         binary = self._check_params()
+        self._fit_weights(binary, y, sample_weight)      # refuses any
         with fit_atomically(self):
             binary.fit(X, y)
             self.n_features_in_ = binary.n_features_in_
