@@ -158,14 +158,18 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
     each site's term times ``w_i``, and stays stationary at the fixed point, so
     ``dK`` keeps its form.  A zero weight holds the site at 1: the example drops
     out exactly.  An integer weight is not the same as repeating the example
-    (EP's sites of the copies would differ from one site raised to the power);
-    the difference is the approximation's.
+    (EP's sites of the copies would differ from one site raised to the power)
+    unless the copies share their input, where the two fixed points coincide.
+    Weights below 1 are powers above 1, whose cavities can turn improper where
+    the posterior is far from the prior; such sites are left out of the
+    evidence with a RuntimeWarning, as unweighted ones are.
 
     References
     ----------
     Minka, T. P. (2001). Expectation propagation for approximate Bayesian
     inference.  Minka, T. P. (2004). Power EP. Microsoft Research technical
-    report MSR-TR-2004-149.  Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian Processes
+    report MSR-TR-2004-149.
+    Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian Processes
     for Machine Learning, sections 3.6 and 5.5.2.
     """
     return fit_sites(K, y, likelihood, _site_loop.RULE_EXPECTATION_PROPAGATION, None,
