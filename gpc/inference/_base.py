@@ -267,7 +267,7 @@ def register(name, max_iter_option="max_iter", has_gradient=True, workspace=Fals
     meaning of the arguments (``workspace`` sets ``accepts_workspace``, ``state``
     sets ``state_keys``, ``sample_weight`` sets ``accepts_sample_weight``: the
     function then has a keyword-only ``sample_weight=None``, given an array of
-    non-negative weights checked by :func:`infer`).
+    non-negative weights checked by :func:`gpc.infer`).
     ``likelihoods`` restricts a method to some
     likelihood classes; one name may have a variant for binary problems and a
     variant for the multinomial model (``likelihoods`` of C latent values),
