@@ -1285,20 +1285,14 @@ cdef int _sequential_site(Run* r, const double[::1] y, int i, int n_neg) noexcep
         # (tau_cav + tau_i) > 0; with weights (power EP) it may not, and the
         # update is skipped.  With negative sites it may leave another cavity
         # improper: then the update is clipped, and failing that skipped.
-        if not (1.0 + dtau * sii > 0.0):
-            flags = 1
-            t_new = r.tau[i]
-            n_new = r.nu[i]
-            dtau = 0.0
-            dnu = 0.0
-            break
-        c = dtau / (1.0 + dtau * sii)
-        if flags != 0 or n_neg - (r.tau[i] < 0.0) + (t_new < 0.0) == 0 \
-                or _cavities_stay_proper(&r.md, r.Sigma, col, c, r.tau, i, n):
-            break
-        if not clip and t_new < 0.0:
-            clip = True
-            continue
+        if 1.0 + dtau * sii > 0.0:
+            c = dtau / (1.0 + dtau * sii)
+            if flags != 0 or n_neg - (r.tau[i] < 0.0) + (t_new < 0.0) == 0 \
+                    or _cavities_stay_proper(&r.md, r.Sigma, col, c, r.tau, i, n):
+                break
+            if not clip and t_new < 0.0:
+                clip = True
+                continue
         flags = 1
         t_new = r.tau[i]
         n_new = r.nu[i]
