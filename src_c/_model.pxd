@@ -104,8 +104,7 @@ cdef inline int model_site_derivs(const Model* md, int i, double y, double f,
                                   double* d3) noexcept nogil:
     """``model_derivs`` of example i's weighted term w_i log p(y_i | f): all four
     values times w_i, and exactly 0 for a zero weight (even where log p is
-    -inf), so that such an example drops out of Laplace's and the variational
-    methods' objectives."""
+    -inf), so that such an example drops out of Laplace's objective."""
     cdef int status = model_derivs(md, y, f, lp, d1, d2, d3)
     cdef double w
     if md.w == NULL:
