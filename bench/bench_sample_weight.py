@@ -31,6 +31,9 @@ import gpc
 from gpc.datasets import load_glass, load_ionosphere
 from gpc.likelihoods import Likelihood
 
+#: The fixed kernel of the equivalence checks.
+_KERNEL = C(2.0) * RBF(1.3)
+
 
 class _PowerProbit(Likelihood):
     """``Phi(y f)^c``; with z = y f and r = N(z) / Phi(z) the derivatives of
@@ -54,14 +57,12 @@ class _PowerProbit(Likelihood):
 
 
 def _fit(X, y, method, likelihood="probit", w=None):
-    K = (C(2.0) * RBF(1.3))(X)
-    return gpc.infer(K, y, method, likelihood, sample_weight=w, tol=1e-12)
+    return gpc.infer(_KERNEL(X), y, method, likelihood, sample_weight=w, tol=1e-12)
 
 
 def _gap(a, Xa, b, Xb, Xs):
-    kern = C(2.0) * RBF(1.3)
-    la = a.posterior.latent_mean_and_variance(kern(Xa, Xs), kern.diag(Xs))
-    lb = b.posterior.latent_mean_and_variance(kern(Xb, Xs), kern.diag(Xs))
+    la = a.posterior.latent_mean_and_variance(_KERNEL(Xa, Xs), _KERNEL.diag(Xs))
+    lb = b.posterior.latent_mean_and_variance(_KERNEL(Xb, Xs), _KERNEL.diag(Xs))
     return (abs(a.log_evidence - b.log_evidence), np.abs(la[0] - lb[0]).max(),
             np.abs(la[1] - lb[1]).max())
 
