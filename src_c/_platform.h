@@ -56,6 +56,31 @@ typedef int gpc_v8i __attribute__((vector_size(32)));
 #endif
 #endif
 
+/* Milliseconds on a monotonic clock, for the signal checks of the long loops
+ * (src_c/_signals.pxd): POSIX's clock_gettime, or on Windows, which has none,
+ * GetTickCount64 (its 10-16 ms steps are ample for checks 100 ms apart). */
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+static inline double gpc_monotonic_ms(void)
+{
+    return (double) GetTickCount64();
+}
+#else
+#include <time.h>
+static inline double gpc_monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double) ts.tv_sec + 1e-6 * (double) ts.tv_nsec;
+}
+#endif
+
 /* An n x n scratch buffer that is first written where 4 KB pages would fault once
  * per page: 2 MB-aligned and, on Linux, marked for transparent huge pages (honoured
  * where they are enabled, as NumPy does for its large arrays); plain malloc in the

@@ -17,7 +17,8 @@
  * on a condition variable, so idle pools cost nothing.  A job that finds its
  * module's pool busy (another thread of the process is using it) runs in its
  * calling thread alone.  The code uses POSIX threads and GCC's atomic builtins;
- * without POSIX threads everything runs in the calling thread.
+ * without POSIX threads (Windows) everything runs in the calling thread, and the
+ * code needs nothing beyond C99 but a thread-local storage class.
  */
 #ifndef GPC_POOL_H
 #define GPC_POOL_H
@@ -36,6 +37,14 @@
 #if defined(__linux__)
 #include <dirent.h>
 #include <sched.h>
+#endif
+
+/* Each thread's own copy of a variable: GCC's and Clang's __thread, MSVC's
+ * __declspec(thread). */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define GPC_THREAD_LOCAL __declspec(thread)
+#else
+#define GPC_THREAD_LOCAL __thread
 #endif
 
 /* A job: fn(ctx, t) for t = 0 .. ntasks - 1, in any order, on any thread. */
@@ -234,8 +243,8 @@ static void gpc_pool_run(int nthreads, gpc_task_fn fn, void *ctx, int ntasks) {
  * the tiled route on k threads whatever the load, the benchmarks' and tests'
  * hook gpc._threads._tiles) and the thread count of the process's BLAS (0 =
  * unknown). */
-static __thread int gpc_thread_cap = 0;
-static __thread int gpc_blas_threads = 0;
+static GPC_THREAD_LOCAL int gpc_thread_cap = 0;
+static GPC_THREAD_LOCAL int gpc_blas_threads = 0;
 
 static void gpc_set_threads(int cap, int blas) {
     gpc_thread_cap = cap;
@@ -243,6 +252,7 @@ static void gpc_set_threads(int cap, int blas) {
 }
 
 /* *p <- v if *p is 0 or greater than v (the first failure among tasks). */
+#ifdef GPC_HAVE_POOL
 static void gpc_atomic_min(int *p, int v) {
     int old = __atomic_load_n(p, __ATOMIC_RELAXED);
     while ((old == 0 || old > v)
@@ -256,6 +266,13 @@ static double gpc_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
+#else
+/* Without the pool every task runs in the calling thread, one after another. */
+static void gpc_atomic_min(int *p, int v) {
+    if (*p == 0 || *p > v)
+        *p = v;
+}
+#endif
 
 #if defined(__linux__)
 

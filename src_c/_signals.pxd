@@ -11,7 +11,10 @@
 # stores a result only once it has one, keeps its previous state.
 
 from cpython.exc cimport PyErr_CheckSignals
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+
+
+cdef extern from "_platform.h" nogil:
+    double gpc_monotonic_ms()
 
 
 cdef enum:
@@ -25,10 +28,7 @@ cdef inline int check_signals(double* next_check) except -1 nogil:
     Returns -1 with the handler's exception set (e.g. KeyboardInterrupt) when one
     raised.  Outside the main thread no handler runs (Python runs them in the main
     thread only)."""
-    cdef timespec ts
-    cdef double now
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    now = 1e3 * ts.tv_sec + 1e-6 * ts.tv_nsec
+    cdef double now = gpc_monotonic_ms()
     if now < next_check[0]:
         return 0
     next_check[0] = now + SIGNAL_INTERVAL_MS
