@@ -46,7 +46,8 @@ from .._moments import mills
 from .._validation import check_integer, check_real
 from ..likelihoods import Logit, Probit
 from ..posterior import ExplicitPosterior, SitePosterior
-from ._base import InferenceResult, NumericalError, register, with_jitter
+from ._base import (InferenceResult, NumericalError, check_sample_weight, register,
+                    with_jitter)
 
 
 def jj_lambda(nu):
@@ -66,8 +67,9 @@ def _check_likelihood(likelihood):
             f"probit (curvature bound); got {likelihood.name!r}.")
 
 
-@register("vb", lower_bound=True, state=("nu",))
-def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter=500):
+@register("vb", lower_bound=True, state=("nu",), sample_weight=True)
+def vb(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None,
+       tol=1e-8, max_iter=500):
     """The Jaakkola-Jordan lower bound ``log Z'`` on the log evidence (logit).
 
     Called through :func:`gpc.infer` with ``method="vb"``; see
@@ -88,6 +90,11 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
         from (otherwise ``nu = 1``).
     compute_gradient : bool
         Whether to compute ``dK`` (``dlik`` is empty: the logit has no parameter).
+    sample_weight : ndarray of shape (n,), optional
+        Non-negative weights of the examples (checked by :func:`gpc.infer`): the
+        bound is then that of the weighted likelihood ``prod_i p(y_i | f_i)^(w_i)``,
+        each site's Gaussian bound raised to its weight.  A zero weight is the
+        example left out.
     tol : float, default=1e-8
         Converged when no ``nu_n^2`` changes by more than ``tol * (1 + nu_n^2)``
         (the bound is stationary in nu, so its error is of the order of tol^2 and
@@ -117,15 +124,25 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
     _check_likelihood(likelihood)
     check_real(tol, "tol", 0.0, low_open=True)
     check_integer(max_iter, "max_iter", 1)
-    if isinstance(likelihood, Probit):
-        return _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter)
+    solve = _vb_probit if isinstance(likelihood, Probit) else _vb_logit
+    w = np.ones(K.shape[0]) if sample_weight is None else sample_weight
+    return _without_zero_weights(
+        lambda K, y, w, init: solve(K, y, likelihood, init, compute_gradient, w, tol,
+                                    max_iter), K, np.asarray(y, dtype=np.float64), w,
+        init)
+
+
+def _vb_logit(K, y, likelihood, init, compute_gradient, w, tol, max_iter):
+    """The Jaakkola-Jordan bound (see :func:`vb` and the module's docstring) with
+    positive weights w: each site's bound to the power w_i, so its precision is
+    ``2 w_i lambda_i`` and its linear term ``w_i y_i / 2``."""
     n = K.shape[0]
     nu0 = np.ones(n)
     if init is not None and "nu" in init:
         v = np.asarray(init["nu"], dtype=np.float64)
         if v.shape == (n,) and np.isfinite(v).all():
             nu0 = np.abs(v)
-    b = 0.5 * np.asarray(y, dtype=np.float64)
+    b = 0.5 * w * y
 
     def attempt(Kj):
         ws = _Workspace(n)
@@ -134,10 +151,10 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
             # The Gaussian and the bound at the tangent points nu = sqrt(x).
             nu = np.sqrt(x)
             lam = jj_lambda(nu)
-            q = _gaussian(Kj, np.sqrt(2.0 * lam), b, ws)
+            q = _gaussian(Kj, np.sqrt(2.0 * w * lam), b, ws)
             if q is None:
                 return None
-            bound = (np.sum(log_expit(nu) - 0.5 * nu + lam * nu * nu)
+            bound = (w @ (log_expit(nu) - 0.5 * nu + lam * nu * nu)
                      + 0.5 * b @ q[2] - np.sum(np.log(np.diag(q[0]))))
             return q, bound
 
@@ -163,7 +180,7 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
                 chord = None
             improved = res < CHORD_RATE * best
             best = min(best, res)
-            x_new = _jj_proposal(accel, chord, x, fx, improved, Linv, mean)
+            x_new = _jj_proposal(accel, chord, x, fx, improved, Linv, mean, w)
             chord = x_new[1]
             trial = evaluate(x_new[0])
             if trial is None or not trial[1] >= log_z:
@@ -177,7 +194,7 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
         Binv = _b_inverse(Linv) if compute_gradient else None
         # The bound and the posterior at the last nu (its fixed-point residual is
         # below tol when converged).
-        sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
+        sW = np.sqrt(2.0 * w * jj_lambda(np.sqrt(x)))
         return Kj, np.sqrt(x), sW, L, Binv, alpha, mean, var, log_z, it, converged
 
     (Kj, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, converged), jitter = \
@@ -186,15 +203,15 @@ def vb(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-8, max_iter
                    converged, jitter, max_iter, compute_gradient)
 
 
-def _jj_proposal(accel, chord, x, fx, improved, Linv, mean):
+def _jj_proposal(accel, chord, x, fx, improved, Linv, mean, w):
     """The next iterate of the fixed point ``x = F(x)`` (x = nu^2) of the logit
     bound and the Newton matrix to keep: a chord-Newton step once the residual is
     below ``NEWTON_START`` (a fresh Jacobian unless the last chord step cut the
     residual enough), else Anderson's extrapolation in log(nu^2)."""
     if np.max(np.abs(fx - x) / (1.0 + fx), initial=0.0) < NEWTON_START:
         if chord is None or not improved:
-            sW = np.sqrt(2.0 * jj_lambda(np.sqrt(x)))
-            chord = _newton_matrix(_b_inverse(Linv), sW, mean, x)
+            sW = np.sqrt(2.0 * w * jj_lambda(np.sqrt(x)))
+            chord = _newton_matrix(_b_inverse(Linv), sW, mean, x, w)
         if chord is not None:
             proposal = _chord_step(chord, x, fx)
             if np.all(proposal > 0.0):
@@ -207,6 +224,45 @@ def _jj_proposal(accel, chord, x, fx, improved, Linv, mean):
         return proposal, None
     accel.reset()
     return fx, None
+
+
+def _without_zero_weights(solve, K, y, w, init):
+    """``solve(K, y, w, init)`` on the examples of positive weight, extended to
+    all n.  A zero weight's site is 1 (``sW = 0``, ``alpha = 0``), so B has the
+    identity's row and column there, and so does its Cholesky factor (the others'
+    entries are the factor of the examples kept); dK has a zero row and column
+    (their inputs do not enter the bound), and their marginals are the
+    posterior's predictions.  The state's nu is 1 there (any value serves)."""
+    keep = w > 0
+    if keep.all():
+        return solve(K, y, w, init)
+    n, idx = len(w), np.flatnonzero(keep)
+    kept_init = None
+    if init is not None and np.shape(init.get("nu")) == (n,):
+        kept_init = {"nu": np.asarray(init["nu"])[idx]}
+    block = np.ix_(idx, idx)
+    res = solve(np.asfortranarray(K[block]), y[idx], w[idx], kept_init)
+
+    def full(v, fill=0.0):
+        out = np.full(n, fill)
+        out[idx] = v
+        return out
+
+    post = res.posterior
+    L = np.eye(n, order="F")
+    L[block] = post.L
+    alpha, sW = full(post.alpha), full(post.sW)
+    drop = np.flatnonzero(~keep)
+    mean, var = full(post.marginal_mean), full(post.marginal_var)
+    mean[drop], var[drop] = SitePosterior(alpha, sW, L).latent_mean_and_variance(
+        K[:, drop], np.diag(K)[drop])
+    res.posterior = SitePosterior(alpha, sW, L, marginal_mean=mean, marginal_var=var)
+    if res.dK is not None:
+        dK, res.dK = res.dK, np.zeros((n, n))
+        res.dK[block] = dK
+    res.state = {"nu": full(res.state["nu"], 1.0)}
+    res.info["nu"] = res.state["nu"]
+    return res
 
 
 def _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, converged,
@@ -232,23 +288,24 @@ def _result(likelihood, nu, sW, L, Binv, alpha, mean, var, log_z, n_iter, conver
               "converged": bool(converged), "nu": nu, "jitter": jitter})
 
 
-def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
+def _vb_probit(K, y, likelihood, init, compute_gradient, w, tol, max_iter):
     """The probit's Gaussian lower bound (see :func:`vb`): since
     ``(log Phi)'' >= -1``, ``log Phi(z) >= log Phi(nu) + r(nu) (z - nu) - (z - nu)^2
-    / 2`` (``r = (log Phi)'``), Gaussian in f with unit precision for every nu.  So
-    ``q = N(Sigma b, Sigma)`` with the fixed ``Sigma = (K^{-1} + I)^{-1} = I - B^{-1}``
-    (one Cholesky of ``B = I + K``) and ``b = y (r(nu) + nu)``.  The bound's
-    gradient in nu is ``(1 + r') o u``, ``u = y o E_q[f] - nu``, so its maximum is the
-    root of u; it is found by Newton steps on u with a backtracking line search on
-    the bound itself (:func:`_probit_newton`), so every iterate raises the bound."""
+    / 2`` (``r = (log Phi)'``), Gaussian in f with unit precision for every nu, and
+    precision w_i for the site's bound to the power w_i (positive weights).  So
+    ``q = N(Sigma b, Sigma)`` with the fixed ``Sigma = (K^{-1} + W)^{-1} =
+    W^{-1/2} (I - B^{-1}) W^{-1/2}`` (one Cholesky of ``B = I + W^{1/2} K W^{1/2}``)
+    and ``b = w o y o (r(nu) + nu)``.  The bound's gradient in nu is
+    ``w o (1 + r') o u``, ``u = y o E_q[f] - nu``, so its maximum is the root of u;
+    it is found by Newton steps on u with a backtracking line search on the bound
+    itself (:func:`_probit_newton`), so every iterate raises the bound."""
     n = K.shape[0]
-    y = np.asarray(y, dtype=np.float64)
     nu = np.zeros(n)
     if init is not None and "nu" in init:
         v = np.asarray(init["nu"], dtype=np.float64)
         if v.shape == (n,) and np.isfinite(v).all():
             nu = v.copy()
-    sW = np.ones(n)
+    sW = np.sqrt(w)
 
     def attempt(Kj):
         q = _gaussian(Kj, sW, np.zeros(n))
@@ -258,35 +315,38 @@ def _vb_probit(K, y, likelihood, init, compute_gradient, tol, max_iter):
     half_logdet = np.sum(np.log(np.diag(L)))
     binv_norm = np.sqrt(np.einsum("ij,ij->", Binv, Binv))
     nu, pt, it, converged = _probit_newton(
-        lambda v: _probit_bound(Binv, y, v, half_logdet, binv_norm), Binv, y, nu,
-        tol, int(max_iter))
-    var = np.maximum(1.0 - np.diag(Binv), 0.0)        # (1 - diag(B^-1)) / W, W = 1
+        lambda v: _probit_bound(Binv, y, v, w, half_logdet, binv_norm), Binv, y, sW,
+        nu, tol, int(max_iter))
+    var = np.maximum(1.0 - np.diag(Binv), 0.0) / w    # (1 - diag(B^-1)) / W
     return _result(likelihood, nu, sW, L, Binv, pt["alpha"], pt["mean"], var,
                    pt["bound"], it, converged, jitter, max_iter, compute_gradient)
 
 
-def _probit_bound(Binv, y, nu, half_logdet, binv_norm):
+def _probit_bound(Binv, y, nu, w, half_logdet, binv_norm):
     """The probit's lower bound at the tangent points nu, with what the Newton
     step and the result need: ``bound``, ``u = y o mean - nu``, ``dr = 1 + r'(nu)``
     (in (0, 1]), ``mean = Sigma b``, ``alpha = K^{-1} mean``, the fixed-point
     ``residual`` and the bound's ``rounding`` (``binv_norm``: the Frobenius norm
     of ``B^{-1}``)."""
     r, shift = mills(nu)                              # r = N/Phi, shift = nu + r
-    b = y * shift
-    # B = I + K: alpha = K^{-1} Sigma b = B^{-1} b and mean = b - B^{-1} b, free of
-    # the cancellation in b - B^{-1} K b when K is large.
-    alpha = _linalg.symv(Binv, b)
-    mean = b - alpha
+    sw = np.sqrt(w)
+    c = sw * y * shift                                # W^{-1/2} b
+    # alpha = K^{-1} Sigma b = (I + W K)^{-1} b = W^{1/2} B^{-1} c and mean =
+    # W^{-1/2} (c - B^{-1} c), free of the cancellation in b - W^{1/2} B^{-1}
+    # W^{1/2} K b when K is large.
+    bc = _linalg.symv(Binv, c)
+    alpha = sw * bc
+    mean = (c - bc) / sw
     log_phi = log_ndtr(nu)
-    bound = (np.sum(log_phi - r * nu - 0.5 * nu * nu) + 0.5 * b @ mean
+    bound = (w @ (log_phi - r * nu - 0.5 * nu * nu) + 0.5 * c @ (c - bc)
              - half_logdet)
     # What rounding can move the bound by between two evaluations with the same
     # B^-1: each of its sums and products of n terms is off by at most ~n eps
-    # times the sum of the terms' magnitudes; for B^-1 b that is |B^-1| |b|, and
-    # |b|'|B^-1||b| <= ||B^-1||_F |b|^2.
-    bb = b @ b
-    size = (np.sum(np.abs(log_phi) + np.abs(r * nu) + 0.5 * nu * nu)
-            + 0.5 * (bb + np.abs(b) @ np.abs(mean) + binv_norm * bb)
+    # times the sum of the terms' magnitudes; for B^-1 c that is |B^-1| |c|, and
+    # |c|'|B^-1||c| <= ||B^-1||_F |c|^2.
+    cc = c @ c
+    size = (w @ (np.abs(log_phi) + np.abs(r * nu) + 0.5 * nu * nu)
+            + 0.5 * (cc + np.abs(c) @ np.abs(c - bc) + binv_norm * cc)
             + abs(half_logdet))
     u = y * mean - nu
     return {"bound": bound, "u": u, "dr": 1.0 - r * shift, "mean": mean,
@@ -294,18 +354,20 @@ def _probit_bound(Binv, y, nu, half_logdet, binv_norm):
             "residual": np.max(np.abs(u) / (1.0 + np.abs(nu + u)), initial=0.0)}
 
 
-def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
+def _probit_newton(evaluate, Binv, y, sW, nu, tol, max_iter):
     """Maximise the probit bound over nu from ``nu``: Newton steps on the root of
-    ``u(nu) = y o Sigma b(nu) - nu`` (Jacobian ``Y Sigma Y D - I``, ``D = diag(1 +
-    r')``, ``Sigma = I - B^{-1}``), each an ascent direction of the bound since
-    ``D^{1/2} (I - Y Sigma Y D)`` is similar to the positive definite
-    ``I - D + D^{1/2} Y B^{-1} Y D^{1/2}``; halved until the bound does not fall,
-    and replaced by the EM step ``nu <- y o E_q[f]`` (which cannot lower it) when
-    halving fails.  Near the maximum a step raises the bound by about the square
-    of the residual, below the bound's rounding (``point["rounding"]``) once the
-    residual is below ~1e-7: there a step is also taken when the bound stays
-    within its rounding and the residual falls, so that reaching a tolerance
-    finer than that does not hang on the last bits of the bound.
+    ``u(nu) = y o Sigma b(nu) - nu`` (Jacobian ``Y Sigma W Y D - I``, ``D = diag(1 +
+    r')``, ``Sigma W = W^{-1/2} (I - B^{-1}) W^{1/2}``, ``W = diag(sW^2)``), each an
+    ascent direction of the bound since ``I - Y Sigma W Y D`` is similar (through
+    ``(W D)^{1/2}``) to the positive definite ``A = I - D + D^{1/2} Y B^{-1} Y
+    D^{1/2}``, the step being ``(W D)^{-1/2} A^{-1} (W D)^{1/2} u``; halved until
+    the bound does not fall, and replaced by the EM step ``nu <- y o E_q[f]``
+    (which cannot lower it) when halving fails.  Near the maximum a step raises
+    the bound by about the square of the residual, below the bound's rounding
+    (``point["rounding"]``) once the residual is below ~1e-7: there a step is also
+    taken when the bound stays within its rounding and the residual falls, so
+    that reaching a tolerance finer than that does not hang on the last bits of
+    the bound.
     Returns ``(nu, point, n_iter, converged)``."""
     pt = evaluate(nu)
     for it in range(1, max_iter + 1):
@@ -321,7 +383,8 @@ def _probit_newton(evaluate, Binv, y, nu, tol, max_iter):
         LA = np.asfortranarray(A)
         candidates = []
         if _linalg.cholesky(LA) == 0:
-            step = _linalg.cho_solve(LA, sdr * pt["u"]) / sdr
+            s = sdr * sW
+            step = _linalg.cho_solve(LA, s * pt["u"]) / s
             candidates = [step * 0.5 ** k for k in range(HALVINGS)]
         for step in candidates + [pt["u"]]:           # the EM step last
             trial = evaluate(nu + step)
@@ -361,10 +424,10 @@ def _jj_dlambda_over_nu(nu):
     return np.where(small, -1.0 / 48.0, d / v)
 
 
-def _newton_matrix(Binv, sW, mean, x):
+def _newton_matrix(Binv, sW, mean, x, w):
     """The factorised Newton matrix of ``x = F(x)``, ``F(x) = mean^2 + diag(Sigma)``
-    (x = nu^2): with ``D = dW/dx`` (diagonal, negative) the Jacobian of F is
-    ``J = M |D|``, ``M = Sigma o Sigma + 2 (m m') o Sigma`` (PSD), and
+    (x = nu^2): with ``D = dW/dx`` (diagonal, negative; ``W = 2 w lambda``) the
+    Jacobian of F is ``J = M |D|``, ``M = Sigma o Sigma + 2 (m m') o Sigma`` (PSD), and
     ``I - J`` is handled through the symmetric ``A = I - sD M sD``
     (``sD = |D|^(1/2)``; positive definite near the solution, where the EM map is a
     contraction).  Returns ``(LA, M, sD)`` or None when A is not positive definite."""
@@ -377,7 +440,7 @@ def _newton_matrix(Binv, sW, mean, x):
     M = np.outer(2.0 * mean, mean)
     M += Sigma
     M *= Sigma
-    sD = np.sqrt(-_jj_dlambda_over_nu(np.sqrt(x)))
+    sD = np.sqrt(-w * _jj_dlambda_over_nu(np.sqrt(x)))
     A = M * -sD[:, None]
     A *= sD[None, :]
     A[np.diag_indices(n)] += 1.0
@@ -437,7 +500,7 @@ def _gaussian(K, sW, b, ws=None):
     return ws.L, ws.Linv, mean, var, alpha
 
 
-def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
+def upper_bound(K, y, *, sample_weight=None, tol=1e-10, max_iter=1000):
     """Minimise the upper bound ``log Z''`` (paper eq. 38) over ``mu`` in [0, 1]^n.
 
     Parameters
@@ -446,6 +509,10 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
         Prior covariance (fixed: the bound has no finite minimum over its scale).
     y : array-like of shape (n,)
         Labels in {-1, +1}.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative weights: the bound is then on the evidence of the weighted
+        likelihood ``prod_i sigma(y_i f_i)^(w_i)`` (each site's bound raised to
+        its weight).
     tol : float, default=1e-10
         Projected-gradient tolerance of L-BFGS-B.
     max_iter : int, default=1000
@@ -455,7 +522,7 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
     log_z : float
         ``log Z''`` at the minimum (an upper bound on the log evidence).
     posterior : ExplicitPosterior
-        ``N(K b, K)`` with ``b = mu o y``: latent mean ``k'b``, the prior variance.
+        ``N(K b, K)`` with ``b = w o mu o y``: latent mean ``k'b``, the prior variance.
     mu : ndarray of shape (n,)
 
     Examples
@@ -469,14 +536,16 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
     K = np.asarray(K, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n = y.shape[0]
+    w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n)
     eps = 1e-12
 
     def objective(mu):
         m = np.clip(mu, eps, 1.0 - eps)
         ent = -(m * np.log(m) + (1.0 - m) * np.log1p(-m))
-        Kb = K @ (m * y)
-        value = -np.sum(ent) + 0.5 * (m * y) @ Kb
-        grad = np.log(m) - np.log1p(-m) + y * Kb
+        b = w * m * y
+        Kb = K @ b
+        value = -w @ ent + 0.5 * b @ Kb
+        grad = w * (np.log(m) - np.log1p(-m) + y * Kb)
         return value, grad
 
     start = np.full(n, 0.5)
@@ -486,4 +555,4 @@ def upper_bound(K, y, *, tol=1e-10, max_iter=1000):
     value = objective(mu)[0]
     if not np.isfinite(value):
         raise NumericalError("vb: the upper bound is not finite.", "vb")
-    return float(value), ExplicitPosterior(mu * y, np.zeros((n, n))), mu
+    return float(value), ExplicitPosterior(w * mu * y, np.zeros((n, n))), mu
