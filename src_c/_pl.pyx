@@ -7,7 +7,8 @@ from libc.math cimport NAN
 import numpy as np
 
 from _lik cimport LIK_GAUSSIAN
-from _model cimport Model, model_of, model_raise
+from _model cimport (Model, model_check_weights, model_of, model_raise,
+                    model_site_root, model_weight)
 from _site_rules cimport _pl_correction, _pl_label_ok, _slr
 
 
@@ -23,13 +24,20 @@ def pl_correction_gradients(model, const double[::1] y, const double[::1] mu,
     to the site: d/dnu = -E[f], d/dtau = E[f^2] / 2), and dc/dpar[0] summed over
     the labels.  Returns (g_mu, g_P, e_f, e_f2, dpar, c); zeros for the Gaussian
     likelihood (no correction) and for the labels left out of the evidence
-    (``_pl_label_ok``)."""
+    (``_pl_label_ok``).
+
+    With the model's weights, label i's term is w_i c_i at the site's root
+    (tau_i / w_i, nu_i / w_i), as in the evidence: c_i, dc/dmu, dc/dP and dc/dpar
+    are w_i times the root's, E[f] and E[f^2] the root's tilted moments (which
+    are again the derivatives with respect to the site (tau_i, nu_i)); zeros for
+    a zero weight."""
     cdef int n = y.shape[0], i
     cdef const Model* md = model_of(model)
-    cdef double dpar = 0.0
+    cdef double dpar = 0.0, wi
     cdef double sums[5]
     if mu.shape[0] != n or var.shape[0] != n or tau.shape[0] != n or nu.shape[0] != n:
         raise ValueError("y, mu, var, tau and nu must have the same length.")
+    model_check_weights(md, n)
     g_mu = np.zeros(n)
     g_P = np.zeros(n)
     e_f = np.zeros(n)
@@ -44,14 +52,18 @@ def pl_correction_gradients(model, const double[::1] y, const double[::1] mu,
         return g_mu, g_P, e_f, e_f2, dpar, corr
     with nogil:
         for i in range(n):
-            if not _pl_label_ok(md, y[i], mu[i], var[i], tau[i]):
+            wi = model_weight(md, i)
+            if wi == 0.0 or not _pl_label_ok(md, y[i], mu[i], var[i],
+                                             model_site_root(md, i, tau[i])):
                 continue
-            cv[i] = _pl_correction(md, y[i], mu[i], var[i], tau[i], nu[i], sums)
-            gm[i] = sums[0]
-            gp[i] = sums[1]
+            cv[i] = wi * _pl_correction(md, y[i], mu[i], var[i],
+                                        model_site_root(md, i, tau[i]),
+                                        model_site_root(md, i, nu[i]), sums)
+            gm[i] = wi * sums[0]
+            gp[i] = wi * sums[1]
             ef[i] = sums[2]
             ef2[i] = sums[3]
-            dpar += sums[4]
+            dpar += wi * sums[4]
     model_raise(model)
     return g_mu, g_P, e_f, e_f2, dpar, corr
 
@@ -59,20 +71,29 @@ def pl_correction_gradients(model, const double[::1] y, const double[::1] mu,
 def pl_sites(model, const double[::1] y, const double[::1] mu, const double[::1] var):
     """Posterior linearisation's sites (tau, nu) at the marginals N(mu_i, var_i)
     (``_slr``, with the likelihood of ``model``, a ``gpc._model.LikelihoodModel``);
-    NaN where the moments are not finite."""
+    NaN where the moments are not finite.  With the model's weights, each site is
+    raised to its weight (its natural parameters times w_i), as in PL's update;
+    0 for a zero weight."""
     cdef int n = y.shape[0], i
     cdef const Model* md = model_of(model)
     cdef double dy, dn, x
     if mu.shape[0] != n or var.shape[0] != n:
         raise ValueError("y, mu and var must have the same length.")
+    model_check_weights(md, n)
     tau = np.empty(n)
     nu = np.empty(n)
     cdef double[::1] tv = tau
     cdef double[::1] nv = nu
     with nogil:
         for i in range(n):
-            if not _slr(md, y[i], var[i], mu[i], &tv[i], &nv[i], &dy, &dn, &x):
+            if model_weight(md, i) == 0.0:
+                tv[i] = 0.0                   # the site is held at 1
+                nv[i] = 0.0
+            elif not _slr(md, y[i], var[i], mu[i], &tv[i], &nv[i], &dy, &dn, &x):
                 tv[i] = NAN
                 nv[i] = NAN
+            else:
+                tv[i] *= model_weight(md, i)
+                nv[i] *= model_weight(md, i)
     model_raise(model)
     return tau, nu

@@ -14,10 +14,11 @@ from .sites import fit_sites
 
 
 @register("pl", max_iter_option="max_sweeps", workspace=True,
-          state=("tau", "nu"))
-def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
-       damping=None, min_damping=0.05, order="fixed", random_state=None, tol=1e-8,
-       max_sweeps=200, accelerate=True, evidence_order=10, workspace=None):
+          state=("tau", "nu"), sample_weight=True)
+def pl(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None,
+       updates="auto", damping=None, min_damping=0.05, order="fixed",
+       random_state=None, tol=1e-8, max_sweeps=200, accelerate=True, evidence_order=10,
+       workspace=None):
     """Posterior linearisation (PL) for GP classification.
 
     Replaces each label's conditional mean ``E[y|f]`` by its statistical linear
@@ -42,6 +43,11 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
     compute_gradient : bool, default=True
         Whether to compute ``dK`` and ``dlik``: the total derivative of the
         evidence through the PL fixed point (see Notes).
+    sample_weight : ndarray of shape (n,), optional
+        Non-negative weights of the examples (checked by :func:`gpc.infer`), for
+        the weighted likelihood ``prod_i p(y_i | f_i)^(w_i)``: each linearised
+        site is raised to its weight (see Notes).  A zero weight is the example
+        left out.
     updates : {"auto", "parallel", "sequential"}, default="auto"
         "parallel" relinearises every label at once and refactorises once per
         sweep (the paper's main variant); "sequential" relinearises one label at
@@ -89,6 +95,14 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
     noisy threshold's eps (by central differences of its sites) and for the
     Gaussian's noise variance.
 
+    *Weights.*  With ``sample_weight``, label i's site is its linearisation
+    raised to w_i (natural parameters times w_i) and its evidence correction is
+    w_i times the correction at the site's root (natural parameters divided by
+    w_i).  k copies of a label at one input share its marginal, so their
+    linearisations are equal and their product is the weighted site: an integer
+    weight is the label repeated, exactly (unlike power EP, whose copies only
+    share a fixed point).
+
     References
     ----------
     García-Fernández, Á. F., Tronarp, F. & Särkkä, S. (2019). Gaussian process
@@ -119,14 +133,15 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, updates="auto",
 
     def gradient_terms(Kj, yv, S, b, Binv, mu, var):
         return _total_derivative_terms(Kj, yv, likelihood, evidence_rule, S, b, Binv,
-                                       mu, var)
+                                       mu, var, sample_weight)
 
     return fit_sites(K, y, likelihood, _site_loop.RULE_POSTERIOR_LINEARISATION,
                      evidence_rule, init=init, compute_gradient=compute_gradient,
-                     updates=updates, damping=damping, min_damping=min_damping, order=order,
-                     random_state=random_state, tol=tol, max_sweeps=max_sweeps,
-                     accelerate=accelerate, gradient_terms=gradient_terms,
-                     workspace=workspace)
+                     updates=updates, damping=damping, min_damping=min_damping,
+                     order=order, random_state=random_state, tol=tol,
+                     max_sweeps=max_sweeps, accelerate=accelerate,
+                     gradient_terms=gradient_terms,
+                     workspace=workspace, sample_weight=sample_weight)
 
 
 def _admissible(likelihood, params):
@@ -138,7 +153,8 @@ def _admissible(likelihood, params):
     return True
 
 
-def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var):
+def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var,
+                            weights=None):
     """The evidence's total derivative with respect to K through the PL fixed point
     (see :func:`pl`), as the matrix added to ``(alpha alpha' - R) / 2``, and
     d/d(likelihood parameter).  Returns ``(D, dlik, exact)``.
@@ -156,6 +172,11 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     d P = -(Sigma o Sigma) d tau; the 2n-dimensional adjoint system by GMRES.
     O(n^3): three matrix products.  The Gaussian likelihood has no correction and
     fixed sites.
+
+    With ``weights`` w, the sites are w o F(m) and the corrections w_i q_i at the
+    sites' roots (see :func:`pl`): the model's weights give the scaled F', dq/dm
+    and dq/dpar, and the roots' tilted moments dq/ds, so the adjoint system is
+    unchanged in form.
     """
     n = K.shape[0]
     R = np.tril(Binv)
@@ -163,9 +184,14 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     R *= S[:, None]
     R *= S[None, :]
     if likelihood.code == LIK_GAUSSIAN:
-        return None, 0.5 * (b @ b - np.trace(R)), True
-    model = _model.likelihood_model(likelihood, _model.RULE_POSTERIOR_LINEARISATION,
-                                    evidence_rule)
+        return None, _gaussian_noise_derivative(likelihood, b, np.diag(R),
+                                                weights), True
+
+    def model_of(lik):
+        return _model.likelihood_model(lik, _model.RULE_POSTERIOR_LINEARISATION,
+                                       evidence_rule, weights=weights)
+
+    model = model_of(likelihood)
     par = model.par
     tau = S * S                           # the sites; nu = (K^{-1} + T) mu below
     g_mu, g_P, e_f, e_f2, dpar, _ = _pl.pl_correction_gradients(
@@ -181,9 +207,8 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
         # The rule's sums carry no d/dpar (the compiled likelihoods with a
         # parameter have closed forms): the corrections' difference, sites fixed.
         def corrections(p):
-            return _pl.pl_correction_gradients(_model.likelihood_model(
-                likelihood.with_params(p), _model.RULE_POSTERIOR_LINEARISATION,
-                evidence_rule), y, mu, var, tau, b + tau * mu)[5]
+            return _pl.pl_correction_gradients(model_of(likelihood.with_params(p)),
+                                               y, mu, var, tau, b + tau * mu)[5]
         dpar = float(np.sum(corrections(up) - corrections(down))) / step
     U = matmul(K, R)                                     # K R
     Sigma = K - matmul(U, K)                             # K - K R K
@@ -192,9 +217,8 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     # F': the sites' derivatives with respect to the marginal mean and variance
     # (and the likelihood parameter).
     def sites(m, v, p=None):
-        return _pl.pl_sites(model if p is None else _model.likelihood_model(
-            likelihood.with_params(p), _model.RULE_POSTERIOR_LINEARISATION,
-            evidence_rule), y, m, v)
+        return _pl.pl_sites(model if p is None else model_of(likelihood.with_params(p)),
+                            y, m, v)
 
     hm = 1e-5 * np.sqrt(var)
     hv = 1e-5 * var
@@ -247,6 +271,21 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     c = w_mu - R @ (K @ w_mu)                             # C' w_mu
     D += 0.5 * (np.outer(c, b) + np.outer(b, c))
     return np.asfortranarray(D), dpar, True
+
+
+def _gaussian_noise_derivative(likelihood, b, r_diag, weights):
+    """d log evidence / d(noise variance s2) for the Gaussian likelihood, whose
+    sites (w_i / s2, w_i y_i / s2) make the evidence exact: with the weights, the
+    evidence is ``log N(y; 0, K + diag(s2 / w)) + sum_i [log(2 pi s2 / w_i) / 2 -
+    w_i log(2 pi s2) / 2]``, so the derivative is ``sum_i [(b_i^2 - R_ii) / w_i
+    + (1 - w_i) / s2] / 2`` over the examples of positive weight (b = (K +
+    diag(s2 / w))^{-1} y, R that inverse)."""
+    if weights is None:
+        return 0.5 * (b @ b - np.sum(r_diag))
+    s2 = likelihood.params[0]
+    keep = weights > 0
+    w = weights[keep]
+    return 0.5 * np.sum((b[keep] ** 2 - r_diag[keep]) / w + (1.0 - w) / s2)
 
 
 def _positive_order(order):
