@@ -226,8 +226,6 @@ def test_estimators_without_weights_refuse_them(problem):
     with pytest.raises(ValueError, match="multinomial model does not take"):
         gpc.GaussianProcessClassifier(multi_class="multinomial").fit(
             X, y, sample_weight=np.ones(len(y)))
-    with pytest.raises(ValueError, match="SparseGPClassifier does not take"):
-        gpc.SparseGPClassifier().fit(X, y, sample_weight=np.ones(len(y)))
 
 
 @pytest.mark.parametrize("method", WEIGHTED)

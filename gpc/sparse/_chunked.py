@@ -65,12 +65,14 @@ def _zero_sites(size):
 
 
 class ChunkedData:
-    """Rows ``(X, y)`` in chunks, with each row's uniform subset key.
+    """Rows ``(X, y)`` in chunks, with each row's uniform subset key and weight.
 
     Attributes
     ----------
     executor : Immediate or gpc.sparse._dask.DaskExecutor
     X, y, keys : lists of per-chunk arrays (or futures of them)
+    w : list of per-chunk arrays (or futures), or of None
+        The rows' weights (None: all 1).
     sizes : list of int
         Rows per chunk.
     n : int
@@ -79,21 +81,25 @@ class ChunkedData:
         The fraction of the full data these rows are (1 for the full data).
     """
 
-    def __init__(self, executor, X, y, keys, sizes, fraction=1.0, chunk_size=None):
+    def __init__(self, executor, X, y, keys, sizes, fraction=1.0, chunk_size=None,
+                 w=None):
         self.executor, self.X, self.y, self.keys = executor, X, y, keys
+        self.w = [None] * len(sizes) if w is None else w
         self.sizes = [int(s) for s in sizes]
         self.n = sum(self.sizes)
         self.fraction = float(fraction)
         self.chunk_size = chunk_size
 
     @classmethod
-    def from_arrays(cls, X, y, chunk_size, random_state=None):
-        """Chunks of in-memory arrays (views, no copy)."""
+    def from_arrays(cls, X, y, chunk_size, random_state=None, w=None):
+        """Chunks of in-memory arrays (views, no copy); ``w`` the rows' weights
+        (None: all 1)."""
         cuts = _cuts(X.shape[0], chunk_size)
         seed = _seed(random_state)
         keys = [_keys(seed, c.start, c.stop - c.start) for c in cuts]
         return cls(Immediate(), [X[c] for c in cuts], [y[c] for c in cuts], keys,
-                   [c.stop - c.start for c in cuts], chunk_size=chunk_size)
+                   [c.stop - c.start for c in cuts], chunk_size=chunk_size,
+                   w=None if w is None else [w[c] for c in cuts])
 
     def subset(self, fraction):
         """The nested random subset of ``fraction`` of the full data's rows.
@@ -103,23 +109,29 @@ class ChunkedData:
         chunks stay where they are, each keeping its share of rows."""
         if fraction >= 1.0:
             return self
+        weighted = any(w is not None for w in self.w)
         if self.chunk_size is not None:
             keys = np.concatenate(self.keys)
             rows = keys < fraction
             X, y = np.concatenate(self.X)[rows], np.concatenate(self.y)[rows]
+            w = np.concatenate(self.w)[rows] if weighted else None
             cuts = _cuts(X.shape[0], self.chunk_size)
-            return ChunkedData(self.executor, [X[c] for c in cuts], [y[c] for c in cuts],
-                               [keys[rows][c] for c in cuts],
+
+            def cut(a):
+                return None if a is None else [a[c] for c in cuts]
+
+            return ChunkedData(self.executor, cut(X), cut(y), cut(keys[rows]),
                                [c.stop - c.start for c in cuts], fraction,
-                               self.chunk_size)
+                               self.chunk_size, w=cut(w))
         ex = self.executor
+
+        def part(chunks):
+            return [ex.submit(_rows, p, k, fraction) for p, k in zip(chunks, self.keys)]
+
         sizes = ex.gather(ex.submit(_count, k, fraction) for k in self.keys)
-        return ChunkedData(ex, [ex.submit(_rows, p, k, fraction)
-                                for p, k in zip(self.X, self.keys)],
-                           [ex.submit(_rows, p, k, fraction)
-                            for p, k in zip(self.y, self.keys)],
-                           [ex.submit(_rows, k, k, fraction) for k in self.keys],
-                           sizes, fraction)
+        return ChunkedData(ex, part(self.X), part(self.y), part(self.keys), sizes,
+                           fraction, w=part(self.w) if weighted else None)
+
 
     def zero_sites(self):
         return [self.executor.submit(_zero_sites, s) for s in self.sizes]

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._estimator import (DEFAULT_LIKELIHOOD, ClassifierFront, classes_from_proba,
                           fit_atomically)
 from ._dask import is_dask, label_values
-from .estimators import _SparseGP
+from .estimators import _SparseGP, refuse_dask_weights
 
 
 class _BinarySparseGPClassifier(ClassifierMixin, _SparseGP):
@@ -22,9 +22,10 @@ class _BinarySparseGPClassifier(ClassifierMixin, _SparseGP):
     _default_likelihood = DEFAULT_LIKELIHOOD
     _name = "SparseGPClassifier"            # in messages: the public estimator
 
-    def fit(self, X, y):
-        """Fit on two classes (arrays, or Dask collections)."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit on two classes (arrays, or Dask collections without weights)."""
         if is_dask(X) or is_dask(y):
+            refuse_dask_weights(sample_weight)
             return self._fit_dask(X, y)
         encoder = LabelEncoder().fit(y)
         if encoder.classes_.size != 2:
@@ -32,7 +33,8 @@ class _BinarySparseGPClassifier(ClassifierMixin, _SparseGP):
                              f"{encoder.classes_}.")
         X = np.asarray(X)
         self.n_features_in_ = X.shape[1]
-        self._fit(X, 2.0 * encoder.transform(y) - 1.0)
+        self._fit(X, 2.0 * encoder.transform(y) - 1.0,
+                  self._checked_weights(sample_weight, X.shape[0]))
         self.classes_ = encoder.classes_
         return self
 
@@ -319,10 +321,13 @@ inference_info_
             cut into blocks.
         y : array-like, Dask array or Dask Series of shape (n_samples,)
             One of X and y may be in memory: it is cut into the other's blocks.
-        sample_weight : None
-            The sparse model takes no sample weights yet: anything but None
-            raises ValueError (:class:`gpc.GaussianProcessClassifier` takes
-            them).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the examples (``method="ep"``, arrays in
+            memory): each example's likelihood is raised to its weight, by
+            power EP (:func:`gpc.sparse.sparse_ep`), so that an integer weight
+            counts an example as that many copies.  Examples of weight 0 are
+            left out before anything else: the inducing inputs and the
+            learner's subsets are drawn from the others.
 
         Returns
         -------
@@ -331,7 +336,7 @@ inference_info_
         Raises
         ------
         ValueError
-            For sample weights.
+            For sample weights with ``method="adf"`` or with Dask data.
         RuntimeError
             With Dask data, when a worker that held some of them left the
             cluster during the fit and distributed cannot recompute them: the
@@ -340,7 +345,7 @@ inference_info_
         if not (is_dask(X) or is_dask(y)):
             return super().fit(X, y, sample_weight)
         binary = self._check_params()
-        self._fit_weights(binary, y, sample_weight)      # refuses any
+        refuse_dask_weights(sample_weight)
         with fit_atomically(self):
             binary.fit(X, y)
             self.n_features_in_ = binary.n_features_in_

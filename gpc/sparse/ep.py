@@ -62,6 +62,15 @@ contracted chunk by chunk into the hyperparameters by
 
 *Jitter*: ``K_mm``'s diagonal is multiplied by ``1 + jitter``; that is part of
 the model (the gradient includes it), so the evidence stays smooth.
+
+*Weights* w_i raise example i's factor (its likelihood averaged over ``f_i``
+given ``u``) to the power w_i, by power EP as for the full GP
+(:func:`gpc.inference.ep.ep`): the cavity removes the site's root ``(E_i / w_i,
+beta_i / w_i)``, the tilted mass is the likelihood's own, and the new site is the
+moment-matched one raised to w_i; each example's evidence term, its ``s_i`` and
+its d/d theta_lik are multiplied by w_i.  A zero weight holds the site at 1.
+Copies of an example share its features, so an integer weight k stands for k
+copies at a common fixed point.
 """
 
 import threading
@@ -78,6 +87,7 @@ from .._validation import symmetric_from_lower
 from ..kernels import (as_kernel, contract, contract_cross, contract_diag,
                       contract_inputs, cross_covariance)
 from ..inference import NumericalError
+from ..inference._base import check_sample_weight
 from ._chunked import ChunkedData
 
 __all__ = ["SparseEPResult", "sparse_ep"]
@@ -226,9 +236,16 @@ def _log_site_mass(E, beta, mc, vc):
     return -0.5 * np.log(q) + quad / (2.0 * q)
 
 
+def _root(x, w):
+    """A site's natural parameter x to the power 1 / w (``x / w``; 0 for a zero
+    weight): what power EP's cavity removes (see :func:`sparse_ep`)."""
+    return np.divide(x, w, out=np.zeros_like(x), where=w > 0)
+
+
 def _cavity(Phi, post, E, beta):
-    """Marginals of the projected latents and their cavities: ``(V, m, v, mc, vc,
-    ok)`` with ``V = L_S^{-1} Phi`` (``v = |V|^2``, no cancellation)."""
+    """Marginals of the projected latents and their cavities (the posterior
+    without the sites ``(E, beta)``): ``(V, m, v, mc, vc, ok)`` with ``V = L_S^{-1}
+    Phi`` (``v = |V|^2``, no cancellation)."""
     V = _scratch("V", Phi)
     np.copyto(V, Phi)
     V = solve_lower(post.LS, V, overwrite_b=True)
@@ -242,42 +259,49 @@ def _cavity(Phi, post, E, beta):
     return V, m, v, mc, vc, ok
 
 
-def _site_update(E, beta, mc, vc, g, d1, d2, good, damping):
-    """New sites from the tilted moments (damped), the largest change of the
-    undamped update (the distance from EP's fixed point, whatever the damping)
-    and the number of updates skipped (improper cavity or update, zero tilted
-    mass)."""
+def _site_update(E, beta, mc, vc, g, d1, d2, good, damping, w):
+    """New sites from the tilted moments (damped; each moment-matched site
+    raised to its weight w), the largest change of the undamped update (the
+    distance from EP's fixed point, whatever the damping) and the number of
+    updates skipped (improper cavity or update, zero tilted mass)."""
     nu2 = -d2
     den = 1.0 - vc * nu2
     valid = good & (den > 0.0)
     safe = np.where(valid, den, 1.0)
     E_new = nu2 / safe
     valid &= E_new >= 0.0
-    E_new = np.where(valid, E + damping * (E_new - E), E)
-    beta_new = np.where(valid, beta + damping * ((d1 + mc * nu2) / safe - beta), beta)
+    E_new = np.where(valid, E + damping * (w * E_new - E), E)
+    beta_new = np.where(valid, beta + damping * (w * (d1 + mc * nu2) / safe - beta),
+                        beta)
+    valid |= w == 0
+    E_new[w == 0] = beta_new[w == 0] = 0.0                # a site held at 1
     v_f = vc + g
     change = np.maximum(np.abs(E_new - E) * v_f, np.abs(beta_new - beta) * np.sqrt(v_f))
     return (E_new, beta_new, float(np.max(change, initial=0.0)) / damping,
             int(np.sum(~valid)))
 
 
-def _chunk_pass(post, likelihood, Phi, g, yc, E, beta, damping, update):
-    """One chunk of a pass at the sites ``(E, beta)`` that ``post`` was built from.
+def _chunk_pass(post, likelihood, Phi, g, yc, wc, E, beta, damping, update):
+    """One chunk of a pass at the sites ``(E, beta)`` that ``post`` was built from,
+    the examples weighted by ``wc`` (None: all 1).
 
     Returns ``(E, beta, stats, local)``: the new sites (the old ones unless
     ``update``), ``stats`` (evidence terms, d/d likelihood parameter, and with
     ``update`` the largest change, skipped count and the new sites' ``Sigma`` and
     ``eta`` contributions), and ``local = (V, m, s)`` for the gradient."""
-    V, m, v, mc, vc, ok = _cavity(Phi, post, E, beta)
+    w = np.ones(E.shape) if wc is None else wc
+    Er, br = _root(E, w), _root(beta, w)
+    V, m, v, mc, vc, ok = _cavity(Phi, post, Er, br)
     logz, d1, d2, dpar = likelihood.gauss_moments(yc, mc, vc + g)
     good = ok & np.isfinite(logz) & np.isfinite(d1) & np.isfinite(d2)
+    counted = good & (w > 0)
     stats = {"evidence": float(np.sum(np.where(
-        good, logz - _log_site_mass(E, beta, mc, vc), 0.0))),
-        "dlik": float(np.sum(np.where(good, dpar, 0.0)))}
-    s = np.where(good, 0.5 * (d1 * d1 + d2), 0.0)       # d log Z_i / d g_i
+        counted, w * (logz - _log_site_mass(Er, br, mc, vc)), 0.0))),
+        "dlik": float(np.sum(np.where(counted, w * dpar, 0.0)))}
+    s = np.where(counted, 0.5 * w * (d1 * d1 + d2), 0.0)   # d log Z_i^w / d g_i
     if update:
         E, beta, stats["change"], stats["skipped"] = _site_update(
-            E, beta, mc, vc, g, d1, d2, good, damping)
+            E, beta, mc, vc, g, d1, d2, good, damping, w)
         stats.update(_site_stats(Phi, E, beta))
     return E, beta, stats, (V, m, s)
 
@@ -317,12 +341,13 @@ def _accumulate_task(prior, Xc, feat, site):
     return _site_stats(Phi, site[0], site[1])
 
 
-def _pass_task(prior, post, likelihood, damping, update, gradient, Xc, yc, feat, site):
+def _pass_task(prior, post, likelihood, damping, update, gradient, Xc, yc, wc, feat,
+               site):
     """One chunk of a pass at the sites ``post`` was built from: ``(new sites,
     stats)``, with the gradient pieces when ``gradient``."""
     Phi, g = feat if feat is not None else prior.features(Xc)
     E, beta = site
-    E_new, beta_new, st, local = _chunk_pass(post, likelihood, Phi, g, yc, E, beta,
+    E_new, beta_new, st, local = _chunk_pass(post, likelihood, Phi, g, yc, wc, E, beta,
                                              damping, update)
     if gradient:
         st.update(_gradient_pieces(prior, post, Xc, Phi, local, E, beta))
@@ -377,7 +402,7 @@ def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
     for it in range(max_iter):
         change, skipped = _sweep(data, lambda c, post: ex.submit(
             _pass_task, prior_s, post, likelihood, damping, True, False,
-            data.X[c], data.y[c], feats[c], sites[c]), sites, own, M)
+            data.X[c], data.y[c], data.w[c], feats[c], sites[c]), sites, own, M)
         passes += 1
         info.update(iterations=it + 1, max_change=change, n_skipped=skipped)
         if verbose:
@@ -393,16 +418,17 @@ def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
         last = change
     Sigma, eta = _total(own)
     post = _Posterior(np.eye(M) + symmetric_from_lower(Sigma), eta)
-    outs = data.map(_pass_task, data.X, data.y, feats, sites,
+    outs = data.map(_pass_task, data.X, data.y, data.w, feats, sites,
                     shared=(prior_s, ex.share(post), likelihood, damping, False,
                             compute_gradient))
     info.update(passes=passes + 1, damping=damping)
     return post, ex.gather(ex.item(o, 1) for o in outs), sites, info
 
 
-def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
-              max_iter=100, damping=1.0, chunk_size=2048, cache_bytes=2 ** 31,
-              compute_gradient=True, inducing_gradient=False, verbose=0):
+def sparse_ep(kernel, likelihood, X, y, Z, *, sample_weight=None, sites=None,
+              jitter=1e-6, tol=1e-6, max_iter=100, damping=1.0, chunk_size=2048,
+              cache_bytes=2 ** 31, compute_gradient=True, inducing_gradient=False,
+              verbose=0):
     """EP on the inducing-point (FITC) model: sites, log evidence and its gradient.
 
     Parameters
@@ -421,6 +447,11 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
         Labels in {-1, +1} (real targets for regression likelihoods).
     Z : ndarray of shape (M, n_features)
         Inducing inputs.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative weights of the examples (not with chunked data, which
+        carry their own): each example's likelihood, averaged over its latent
+        value given the inducing values, is raised to its weight (see Notes).
+        A zero weight is the example left out.
     sites : tuple of two ndarrays of shape (n,), optional
         ``(E, beta)`` of an earlier call (warm start); zeros when None.
     jitter : float, default=1e-6
@@ -466,7 +497,13 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sites=None, jitter=1e-6, tol=1e-6,
     """
     t0 = time.perf_counter()
     chunked = isinstance(X, ChunkedData)
-    data = X if chunked else ChunkedData.from_arrays(X, y, chunk_size)
+    if chunked and sample_weight is not None:
+        raise ValueError("sparse_ep: chunked data carry their weights; "
+                         "sample_weight must be None with them.")
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, len(y))
+    data = X if chunked else ChunkedData.from_arrays(X, y, chunk_size,
+                                                     w=sample_weight)
     if sites is not None and not chunked:
         cuts = np.cumsum(data.sizes)[:-1]
         sites = list(zip(np.split(np.asarray(sites[0], dtype=np.float64), cuts),

@@ -17,6 +17,7 @@ from .._validation import check_integer, check_real
 from .._estimator import (check_optimizer, default_kernel, fit_atomically,
                           kernel_priors)
 from ..inference import check_kernel_psd
+from ..inference._base import check_sample_weight
 from ..kernels import as_kernel, contract, contract_inputs, cross_covariance_chunks
 from ..likelihoods import get_likelihood
 from ..optimize import maximize_evidence, median_distance
@@ -104,6 +105,19 @@ def _warn_if_unfinished(opt):
 
 def _median_distance_of(*parts):
     return median_distance(np.concatenate(parts))
+
+
+def refuse_dask_weights(sample_weight):
+    """ValueError for sample weights given with Dask data."""
+    if sample_weight is not None:
+        raise ValueError("sample weights are taken with data in memory; with Dask "
+                         "data they are not supported yet.")
+
+
+class _SparseEPWeights:
+    """The weights check of sparse EP (as an inference method's)."""
+
+    check_sample_weight = staticmethod(check_sample_weight)
 
 
 class _SparseGP(BaseEstimator):
@@ -242,12 +256,27 @@ class _SparseGP(BaseEstimator):
             kernel = kernel.clone_with_theta(opt.theta)
         return kernel, likelihood
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         model = self._checked()
         model[1].check_targets(y)
         if self._method() == "adf":
             return self._fit_online(X, y, model)
-        return self._fit_ep(X, y, model)
+        return self._fit_ep(X, y, model, sample_weight)
+
+    def _weighted_method(self):
+        """What checks the examples' weights (``check_sample_weight``): sparse
+        EP takes them (see :func:`gpc.sparse.sparse_ep`); ValueError for ADF."""
+        if self._method() != "ep":
+            raise ValueError(f"{self._name}(method='adf') does not take sample "
+                             "weights (sample_weight or class_weight); "
+                             "method='ep' does.")
+        return _SparseEPWeights
+
+    def _checked_weights(self, sample_weight, n):
+        """``sample_weight`` checked for n examples (None stays None)."""
+        if sample_weight is None:
+            return None
+        return self._weighted_method().check_sample_weight(sample_weight, n)
 
     def _checked(self):
         """:meth:`_check_params`'s model: the one the front checked (once), or a
@@ -300,14 +329,20 @@ class _SparseGP(BaseEstimator):
         the classifier's maps two classes to -1, +1)."""
         return as_float
 
-    def _fit_ep(self, X, y, model):
+    def _fit_ep(self, X, y, model, sample_weight=None):
         """Sparse EP on inducing inputs; hyperparameters by staged L-BFGS-B on its
         evidence (:func:`gpc.sparse.learning.maximize_sparse_evidence`).  ``X`` is an
         array, or a ``gpc.sparse._chunked.ChunkedData`` (then ``y`` is None);
-        ``model``: the checked ``(kernel, likelihood, priors)``."""
+        ``model``: the checked ``(kernel, likelihood, priors)``; ``sample_weight``
+        (arrays only): the examples of weight 0 are left out before anything
+        else (the inducing inputs and the learner's subsets are those of the
+        others), the others weight their likelihoods."""
         kernel, likelihood, priors = model
+        if sample_weight is not None:
+            keep = sample_weight > 0
+            X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
         data = X if isinstance(X, ChunkedData) else ChunkedData.from_arrays(
-            X, y, max(self.chunk_size, 2048), self.random_state)
+            X, y, max(self.chunk_size, 2048), self.random_state, w=sample_weight)
         Z = self._inducing_inputs(data)
         check_kernel_psd(kernel, Z)         # K(Z, Z) must factorise
         if self.learn_inducing_points:      # refused now, not after the stages
@@ -522,7 +557,7 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
     _classification = False
     _default_likelihood = "gaussian"
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on (X, y) (nothing changes unless it succeeds).
 
         Parameters
@@ -531,17 +566,22 @@ log_marginal_likelihood_value_, evidence_history_, inference_info_, n_features_i
             Dask data stay on the workers (see :meth:`gpc.SparseGPClassifier.fit`).
         y : array-like, Dask array or Dask Series of shape (n_samples,)
             Finite real targets, at most 1e100 in size.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the examples, ``method="ep"`` with data in
+            memory (see :meth:`gpc.SparseGPClassifier.fit`).
 
         Returns
         -------
         self
         """
         if is_dask(X) or is_dask(y):
+            refuse_dask_weights(sample_weight)
             with fit_atomically(self):
                 return self._fit_dask(X, y)
         with fit_atomically(self):
             X, y = validate_data(self, X, y, y_numeric=True)
-            self._fit(X, np.asarray(y, dtype=np.float64))
+            self._fit(X, np.asarray(y, dtype=np.float64),
+                      self._checked_weights(sample_weight, X.shape[0]))
         return self
 
     def partial_fit(self, X, y):
