@@ -280,9 +280,10 @@ def laplace_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
     return _without_zero_weights(solve, K, y, sample_weight, init)
 
 
-@register("vb", lower_bound=True, state=("alpha",), likelihoods=(Softmax,))
-def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e-10,
-                   max_iter=100):
+@register("vb", lower_bound=True, state=("alpha",), likelihoods=(Softmax,),
+          sample_weight=True)
+def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True,
+                   sample_weight=None, tol=1e-10, max_iter=100):
     """Bohning's lower bound on the multinomial (softmax) evidence.
 
     Called through :func:`gpc.infer` with ``likelihood="softmax"`` and
@@ -308,18 +309,23 @@ def vb_multinomial(K, y, likelihood, *, init=None, compute_gradient=True, tol=1e
     the same n x n factorisations serve, one for all classes when they share
     a kernel.  The gradient has no implicit term: the bound is stationary in
     its ``psi`` (envelope theorem).
+
+    With weights, each example's quadratic bound is raised to its weight
+    (curvature ``w_i H``, linear term times ``w_i``), so it stays a lower bound
+    on the weighted evidence; its best ``psi`` is the weighted Laplace mode.
+    Examples of zero weight are left out as for Laplace.
     """
     def solve(K, y, w, init):
         try:
             Y, alpha, F, _, _, info = _fitted_mode(K, y, w, init, tol, max_iter,
                                                    refactor=False)
-            fac = _Factors(K, np.full(F.shape, 0.5))
+            fac = _Factors(K, np.broadcast_to(0.5 * w, F.shape))
         except NumericalError as exc:    # raised for the shared steps as "laplace"
             raise NumericalError(exc.args[0], "vb") from exc
         dK = _explicit_dK(fac, alpha) if compute_gradient else None
         return _result("vb", likelihood, K, Y, w, alpha, F, fac, dK, info)
 
-    return _without_zero_weights(solve, K, y, None, init)
+    return _without_zero_weights(solve, K, y, sample_weight, init)
 
 
 def _without_zero_weights(solve, K, y, sample_weight, init):
