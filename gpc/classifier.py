@@ -67,7 +67,8 @@ class GaussianProcessClassifier(ClassifierFront):
         np.bincount(y))``, which gives every class the same total weight (for
         imbalanced data).  Each example's weight is its class's times its
         ``sample_weight`` in :meth:`fit`.  Only for methods that take weights
-        ("laplace" and "ep"); the others raise ValueError in :meth:`fit`.
+        ("laplace", "ep", "pl" and "vb"; with ``multi_class="multinomial"``,
+        "laplace" and "vb"); the others raise ValueError in :meth:`fit`.
     method : str, default="laplace"
         Approximate inference method: "laplace", "ep", "pl" (posterior
         linearisation), "mean_field" (variational, its free energy maximised as

@@ -224,7 +224,8 @@ def test_methods_without_weights_refuse_them(problem, method):
 def test_estimators_without_weights_refuse_them(problem):
     X, y, _ = problem
     with pytest.raises(ValueError, match="multinomial model does not take"):
-        gpc.GaussianProcessClassifier(multi_class="multinomial").fit(
+        gpc.GaussianProcessClassifier(multi_class="multinomial", method="ep",
+                                      likelihood="probit").fit(
             X, y, sample_weight=np.ones(len(y)))
 
 
