@@ -167,3 +167,6 @@ def test_adf_and_dask_data_refuse_weights(problem):
     with pytest.raises(ValueError, match="with Dask data they are not supported"):
         gpc.SparseGPClassifier().fit(da.from_array(X, chunks=40), y,
                                      sample_weight=np.ones(len(y)))
+    with pytest.raises(ValueError, match="with Dask data they are not supported"):
+        gpc.SparseGPClassifier(class_weight="balanced").fit(
+            da.from_array(X, chunks=40), y)

@@ -201,6 +201,10 @@ class SparseGPClassifier(ClassifierFront):
         How more than two classes are fitted: one sparse GP per class against
         the rest, or per pair of classes (``predict_proba`` is then not
         available, as in scikit-learn).
+    class_weight : dict or "balanced", default=None
+        Weights of the classes, as :class:`gpc.GaussianProcessClassifier`'s:
+        each example's weight is its class's times its ``sample_weight`` in
+        :meth:`fit` (``method="ep"``, data in memory).
     n_jobs : int, default=None
         Parallel jobs (joblib) for the binary problems of a multi-class
         problem; None means 1 unless in a ``joblib.parallel_config`` context.
@@ -265,7 +269,7 @@ inference_info_
                  jitter=1e-6, novelty_tol=1e-4, n_sweeps=1, damping=1.0, tol=1e-6,
                  optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0, priors=None,
                  n_em=10, chunk_size=512, multi_class="one_vs_rest",
-                 random_state=None, verbose=0, n_jobs=None):
+                 class_weight=None, random_state=None, verbose=0, n_jobs=None):
         self.kernel = kernel
         self.likelihood = likelihood
         self.method = method
@@ -283,6 +287,7 @@ inference_info_
         self.n_em = n_em
         self.chunk_size = chunk_size
         self.multi_class = multi_class
+        self.class_weight = class_weight
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
@@ -345,7 +350,7 @@ inference_info_
         if not (is_dask(X) or is_dask(y)):
             return super().fit(X, y, sample_weight)
         binary = self._check_params()
-        refuse_dask_weights(sample_weight)
+        refuse_dask_weights(sample_weight, self.class_weight)
         with fit_atomically(self):
             binary.fit(X, y)
             self.n_features_in_ = binary.n_features_in_

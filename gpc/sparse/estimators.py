@@ -107,11 +107,11 @@ def _median_distance_of(*parts):
     return median_distance(np.concatenate(parts))
 
 
-def refuse_dask_weights(sample_weight):
-    """ValueError for sample weights given with Dask data."""
-    if sample_weight is not None:
-        raise ValueError("sample weights are taken with data in memory; with Dask "
-                         "data they are not supported yet.")
+def refuse_dask_weights(sample_weight, class_weight=None):
+    """ValueError for sample or class weights given with Dask data."""
+    if sample_weight is not None or class_weight is not None:
+        raise ValueError("sample and class weights are taken with data in memory; "
+                         "with Dask data they are not supported yet.")
 
 
 class _SparseEPWeights:
