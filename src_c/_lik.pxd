@@ -37,7 +37,7 @@
 #       maps the point back into [-v/2, 0] in at most ~40/v + 3 steps.
 
 from libc.math cimport (exp, log, log1p, expm1, sqrt, erf, tanh, ceil, floor, fabs,
-                        INFINITY, NAN)
+                        pow, INFINITY, NAN)
 from scipy.special.cython_special cimport erfcx, ndtr, log_expit
 
 cdef enum:
@@ -85,6 +85,12 @@ cdef extern from *:
     #define GPC_CF_Z (-4.0)
     /* ... and below this z for the third derivative of log Phi. */
     #define GPC_CF_Z3 (-2.0)
+    /* Tempered probit and logit integrals: Gauss-Legendre panels on each side of
+       the mode, reaching where the log integrand has fallen by this much. */
+    #define GPC_TQ_PANELS 12
+    #define GPC_TQ_DROP 40.0
+    #define GPC_TQ_CORE 10
+    #define GPC_TQ_GEOMETRIC 24
     /* 10-point Gauss-Legendre rule on [-1, 1]: positive nodes and their weights. */
     static const double GPC_GL10_X[5] = {
     0.1488743389816312, 0.4333953941292472, 0.6794095682990244,
@@ -152,6 +158,10 @@ cdef extern from *:
     const double GPC_LOG_2PI
     const double GPC_CF_Z
     const double GPC_CF_Z3
+    const int GPC_TQ_PANELS
+    const int GPC_TQ_CORE
+    const int GPC_TQ_GEOMETRIC
+    const double GPC_TQ_DROP
     const double GPC_GL10_X[5]
     const double GPC_GL10_W[5]
     const double GPC_LSM_TAU[64]
@@ -816,6 +826,213 @@ cdef inline void lik_gauss_moments(int lik, double y, double m, double v, const 
         dlogZ[0] = NAN
         d2logZ[0] = NAN
         dlogZ_dpar[0] = NAN
+
+
+# ---------------------------------------------------------------------------------
+# Tempered likelihoods: the Gaussian integral of p(y|f)^c, 0 < c < 1 (EP's site of an
+# example whose weight c is below 1, see _model.pxd).  The step is unchanged (its p is
+# 0 or 1); the noisy threshold, Gaussian, Laplace and one-sided exponential are
+# constants times the same likelihoods with other parameters; the probit and the logit
+# are integrated numerically.
+
+cdef inline void _sort(double* x, int n) noexcept nogil:
+    # Insertion sort of a few numbers, ascending.
+    cdef int i, j
+    cdef double t
+    for i in range(1, n):
+        t = x[i]
+        j = i - 1
+        while j >= 0 and x[j] > t:
+            x[j + 1] = x[j]
+            j -= 1
+        x[j + 1] = t
+
+
+cdef inline double _tempered_h(int lik, double y, double m, double v, double c,
+                               double f) noexcept nogil:
+    # c log p(y|f) - (f - m)^2 / (2v) for the probit or the logit.
+    cdef double lp = log_ndtr_stable(y * f) if lik == LIK_PROBIT else log_expit(y * f)
+    return c * lp - 0.5 * (f - m) * (f - m) / v
+
+
+cdef inline double _tempered_slope(int lik, double y, double m, double v, double c,
+                                   double f, double* curvature) noexcept nogil:
+    # h'(f) of _tempered_h, and h''(f) in curvature.
+    cdef double lp, g1, g2, g3
+    lik_derivs(lik, y, f, NULL, &lp, &g1, &g2, &g3)
+    curvature[0] = c * g2 - 1.0 / v
+    return c * g1 - (f - m) / v
+
+
+cdef inline double _tempered_reach(int lik, double y, double m, double v, double c,
+                                   double f, double a, double level, double t,
+                                   double scale) noexcept nogil:
+    # The t > t0 at which h(f + a t) = level (< h(f + a t0)), h = _tempered_h
+    # concave with its maximum at f, by Newton's method from a point past it (on a
+    # concave decreasing function Newton's steps then fall monotonically onto the
+    # root), to within 1e-3 of t: the point only places a panel's end.
+    cdef double hpp, slope, step, t0 = t
+    cdef int it
+    t = t + scale * sqrt(2.0 * (_tempered_h(lik, y, m, v, c, f + a * t) - level))
+    for it in range(100):
+        if _tempered_h(lik, y, m, v, c, f + a * t) < level:
+            break
+        t = t0 + 2.0 * (t - t0)                 # not yet past the level
+    for it in range(50):
+        slope = a * _tempered_slope(lik, y, m, v, c, f + a * t, &hpp)
+        if not (slope < 0.0):
+            break
+        step = (_tempered_h(lik, y, m, v, c, f + a * t) - level) / slope
+        t -= step
+        if fabs(step) <= 1e-3 * t or t <= t0:
+            break
+    return t if t > t0 else t0 + scale
+
+
+cdef inline double _tempered_mode(int lik, double y, double m, double v,
+                                  double c) noexcept nogil:
+    # The maximum of the concave _tempered_h (v > 0), by Newton's method kept inside
+    # a bracket [lo, hi] with h'(lo) > 0 > h'(hi).
+    cdef double lo = m, hi = m, step, hp, hpp, f
+    cdef int it
+    step = sqrt(v) + 1.0
+    for it in range(200):                                   # h'(lo) > 0
+        if _tempered_slope(lik, y, m, v, c, lo, &hpp) > 0.0:
+            break
+        lo -= step
+        step *= 2.0
+    step = sqrt(v) + 1.0
+    for it in range(200):                                   # h'(hi) < 0
+        if _tempered_slope(lik, y, m, v, c, hi, &hpp) < 0.0:
+            break
+        hi += step
+        step *= 2.0
+    f = 0.5 * (lo + hi)
+    for it in range(200):
+        hp = _tempered_slope(lik, y, m, v, c, f, &hpp)
+        if hp > 0.0:
+            lo = f
+        elif hp < 0.0:
+            hi = f
+        else:
+            break
+        step = -hp / hpp
+        if not (lo < f + step < hi):
+            step = 0.5 * (lo + hi) - f
+        f += step
+        if fabs(step) <= 1e-15 * (fabs(f) + 1.0 / sqrt(-hpp)):
+            break
+    return f
+
+
+cdef inline void _tempered_quadrature(int lik, double y, double m, double v, double c,
+                                      double* logZ, double* dlogZ,
+                                      double* d2logZ) noexcept nogil:
+    # Z = int N(f; m, v) p(y|f)^c df for the probit or the logit (v > 0): h =
+    # _tempered_h is concave, maximised at f* by Newton's method kept inside a
+    # bracket; the integral runs between the points on either side of f* where h
+    # has fallen by GPC_TQ_DROP, by 10-point Gauss-Legendre on GPC_TQ_PANELS panels
+    # on each side over which h falls by equal steps (so that the integrand changes
+    # by the same factor over each, whether it falls as a Gaussian or as the
+    # logit's exponential tail), cut further where the likelihood varies on its own
+    # scale even where h hardly falls (c small): at the integers within
+    # GPC_TQ_CORE of 0 and geometrically beyond.  d log Z/dm = (E[f] - m)/v and
+    # d2 log Z/dm2 = (Var[f] - v)/v^2 under the tilted law.
+    cdef double f = _tempered_mode(lik, y, m, v, c), hpp, h0, scale, t, a, x, e
+    cdef double half, mid, s0 = 0.0, s1 = 0.0, s2 = 0.0, mean
+    cdef double cuts[128]           # >= 2 PANELS + 2 CORE + 2 GEOMETRIC + 1
+    cdef double reach[2]
+    cdef int side, k, j, n_cuts = 1
+    h0 = _tempered_h(lik, y, m, v, c, f)
+    _tempered_slope(lik, y, m, v, c, f, &hpp)
+    scale = 1.0 / sqrt(-hpp)                               # the Laplace scale
+    cuts[0] = f
+    for side in range(2):
+        a = -1.0 if side == 0 else 1.0
+        t = 0.0
+        for j in range(1, GPC_TQ_PANELS + 1):
+            t = _tempered_reach(lik, y, m, v, c, f, a, h0 - GPC_TQ_DROP * j
+                                / GPC_TQ_PANELS, t, scale)
+            cuts[n_cuts] = f + a * t
+            n_cuts += 1
+        reach[side] = t
+    for k in range(-GPC_TQ_CORE, GPC_TQ_CORE + 1):
+        # f at every integer of [-CORE, CORE], then at +-CORE 1.5^j: the
+        # likelihood's log varies on the scale |f| there (log Phi(z) ~ -z^2/2 -
+        # log(-z), log sigma(z) ~ -exp(-z)).
+        for j in range(GPC_TQ_GEOMETRIC if k * k == GPC_TQ_CORE * GPC_TQ_CORE else 1):
+            x = k * pow(1.5, j)
+            if f - reach[0] < x < f + reach[1]:
+                cuts[n_cuts] = x
+                n_cuts += 1
+    _sort(cuts, n_cuts)
+    for j in range(n_cuts - 1):
+        half = 0.5 * (cuts[j + 1] - cuts[j])
+        mid = 0.5 * (cuts[j + 1] + cuts[j]) - f              # offsets from f*
+        for k in range(10):
+            x = mid + half * (GPC_GL10_X[k % 5] if k < 5 else -GPC_GL10_X[k % 5])
+            e = half * GPC_GL10_W[k % 5] * exp(
+                _tempered_h(lik, y, m, v, c, f + x) - h0)
+            s0 += e
+            s1 += e * x
+            s2 += e * x * x
+    mean = s1 / s0
+    logZ[0] = h0 + log(s0) - 0.5 * (GPC_LOG_2PI + log(v))
+    dlogZ[0] = (f + mean - m) / v
+    d2logZ[0] = ((s2 / s0 - mean * mean) - v) / (v * v)
+
+
+cdef inline void lik_tempered_moments(int lik, double y, double m, double v,
+                                      const double* par, double c, const Quad* quad,
+                                      double* logZ, double* dlogZ, double* d2logZ,
+                                      double* dlogZ_dpar) noexcept nogil:
+    # lik_gauss_moments of p(y|f)^c (0 < c <= 1; c == 1 is lik_gauss_moments).  The
+    # parameter derivative is that of the tempered integral.
+    cdef double q, a, e, em, r
+    if c == 1.0:
+        lik_gauss_moments(lik, y, m, v, par, quad, logZ, dlogZ, d2logZ, dlogZ_dpar)
+        return
+    dlogZ_dpar[0] = 0.0
+    if not (c > 0.0 and c < 1.0 and v >= 0.0):
+        _nan_moments(logZ, dlogZ, d2logZ, dlogZ_dpar, &em)
+    elif (lik == LIK_PROBIT or lik == LIK_LOGIT) and v == 0.0:
+        lik_derivs(lik, y, m, NULL, &a, &e, &r, &q)     # the point values
+        logZ[0] = c * a
+        dlogZ[0] = c * e
+        d2logZ[0] = c * r
+    elif lik == LIK_PROBIT or lik == LIK_LOGIT:
+        _tempered_quadrature(lik, y, m, v, c, logZ, dlogZ, d2logZ)
+    elif lik == LIK_STEP:
+        lik_gauss_moments(lik, y, m, v, par, quad, logZ, dlogZ, d2logZ, dlogZ_dpar)
+    elif lik == LIK_NOISY_THRESHOLD:
+        # eps^c and (1 - eps)^c: A times the noisy threshold of eps' = eps^c / A,
+        # A = eps^c + (1 - eps)^c; d eps'/d eps = c (eps (1 - eps))^(c-1) / A^2.
+        e = par[0]
+        a = pow(e, c) + pow(1.0 - e, c)
+        _noisy_moments(y, m, v, pow(e, c) / a, logZ, dlogZ, d2logZ, dlogZ_dpar)
+        logZ[0] += log(a)
+        dlogZ_dpar[0] = (c * (pow(e, c - 1.0) - pow(1.0 - e, c - 1.0)) / a
+                         + dlogZ_dpar[0] * c * pow(e * (1.0 - e), c - 1.0) / (a * a))
+    elif lik == LIK_GAUSSIAN:
+        # N(y; f, s2)^c = (2 pi s2)^((1 - c)/2) c^(-1/2) N(y; f, s2 / c).
+        q = par[0]
+        _gauss_moments(y, m, v, q / c, logZ, dlogZ, d2logZ, dlogZ_dpar)
+        logZ[0] += 0.5 * (1.0 - c) * (GPC_LOG_2PI + log(q)) - 0.5 * log(c)
+        dlogZ_dpar[0] = 0.5 * (1.0 - c) / q + dlogZ_dpar[0] / c
+    elif lik == LIK_LAPLACE or lik == LIK_ONE_SIDED:
+        # Rate lam: p^c is lam^c / (c lam) (Laplace: (lam/2)^c 2 / (c lam)) times the
+        # same likelihood of rate c lam.
+        q = par[0]
+        r = c * q
+        if lik == LIK_LAPLACE:
+            _laplace_moments(y, m, v, r, logZ, dlogZ, d2logZ, dlogZ_dpar, &em)
+            logZ[0] += c * log(0.5 * q) + log(2.0 / r)
+        else:
+            _one_sided_moments(y, m, v, r, logZ, dlogZ, d2logZ, dlogZ_dpar, &em)
+            logZ[0] += c * log(q) - log(r)
+        dlogZ_dpar[0] = (c - 1.0) / q + c * dlogZ_dpar[0]
+    else:
+        _nan_moments(logZ, dlogZ, d2logZ, dlogZ_dpar, &em)
 
 
 # p(y = +1) under f ~ N(m, v).  Not meaningful for the regression likelihoods

@@ -13,8 +13,8 @@ from scipy.special import roots_hermitenorm
 
 cimport _lik
 from _lik cimport (Quad, log_ndtr_stable, inv_mills, lik_derivs, lik_gauss_moments,
-                   lik_predict, lik_em_stat, _mills, GPC_LSM_TAU, GPC_LSM_LOGW, GPC_LSM_N,
-                   GPC_LOGIT_GH_VMAX)
+                   lik_tempered_moments, lik_predict, lik_em_stat, _mills, GPC_LSM_TAU,
+                   GPC_LSM_LOGW, GPC_LSM_N, GPC_LOGIT_GH_VMAX)
 
 LIK_PROBIT = _lik.LIK_PROBIT
 LIK_LOGIT = _lik.LIK_LOGIT
@@ -158,6 +158,34 @@ def _quad(quad_x, quad_logw):
         raise ValueError(f"quad_x and quad_logw differ in length "
                          f"({qx.shape[0]} != {qw.shape[0]})")
     return qx, qw
+
+
+def tempered_moments(int lik, y, m, v, c, par=None, quad_x=None, quad_logw=None):
+    """:func:`gauss_moments` of the tempered likelihood p(y|f)^c, each c in (0, 1]
+    (``lik_tempered_moments``; c == 1 is the likelihood itself).  Not for Python
+    likelihoods."""
+    lik, par = _check_lik(lik, par)
+    qx, qw = _quad(quad_x, quad_logw)
+    cdef const double[::1] yv = _vec(y, "y"), mv = _vec(m, "m"), vv = _vec(v, "v")
+    cdef const double[::1] cv = _vec(c, "c")
+    cdef const double[::1] pv = par, xv = qx, wv = qw
+    cdef Py_ssize_t n = _same_length(y=yv, m=mv, v=vv, c=cv), i
+    cdef Quad q
+    q.n = <int>xv.shape[0]
+    q.x = _ptr(xv)
+    q.logw = _ptr(wv)
+    logZ = np.empty(n)
+    dlogZ = np.empty(n)
+    d2logZ = np.empty(n)
+    dpar = np.empty(n)
+    cdef double[::1] a = logZ, b = dlogZ, d2 = d2logZ, d = dpar
+    cdef const double* pp = _ptr(pv)
+    cdef int code = lik
+    with nogil:
+        for i in range(n):
+            lik_tempered_moments(code, yv[i], mv[i], vv[i], pp, cv[i], &q, &a[i], &b[i],
+                                 &d2[i], &d[i])
+    return logZ, dlogZ, d2logZ, dpar
 
 
 def gauss_moments(int lik, y, m, v, par=None, quad_x=None, quad_logw=None):

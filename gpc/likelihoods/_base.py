@@ -393,8 +393,8 @@ class Likelihood(LikelihoodBase):
             out = _moments.loglik_derivs(self.code, y, f, self.params)
         return tuple(_shaped(a, shape) for a in out)
 
-    def gauss_moments(self, y, m, v):
-        """Moments of Z = int p(y | f) N(f; m, v) df.
+    def gauss_moments(self, y, m, v, power=None):
+        """Moments of Z = int p(y | f)^power N(f; m, v) df.
 
         Parameters
         ----------
@@ -402,14 +402,35 @@ class Likelihood(LikelihoodBase):
             Labels in {-1, +1} (real targets for the regression likelihoods).
         m, v : array_like
             Mean and variance (``v >= 0``; ``v == 0`` gives point values) of f.
+        power : array_like, optional
+            Powers c in (0, 1] of the likelihood (the tempered likelihood of an
+            example of weight c below 1, see :func:`gpc.inference.ep.ep`); 1
+            when None.  Only for the likelihoods with ``tempers``.
 
         Returns
         -------
         logZ, dlogZ, d2logZ, dlogZ_dpar : ndarray or float
             ``log Z``, ``d log Z / dm``, ``d^2 log Z / dm^2`` and the derivative of
             ``log Z`` in the (first) likelihood parameter, zero when there is none.
+
+        Examples
+        --------
+        >>> from gpc.likelihoods import get_likelihood
+        >>> probit = get_likelihood("probit")
+        >>> # A power of 1/2: a flatter likelihood, so a larger integral.
+        >>> bool(probit.gauss_moments(1, -1.0, 0.5, power=0.5)[0]
+        ...      > probit.gauss_moments(1, -1.0, 0.5)[0])
+        True
         """
         self._validate()
+        if power is not None:
+            if not self.tempers:
+                raise ValueError(f"the {self.name!r} likelihood has no tempered "
+                                 "moments (power must be None).")
+            shape, (y, m, v, c) = _flat(self._targets(y), m, _variances(v), power)
+            out = _moments.tempered_moments(self.code, y, m, v, c, self.params,
+                                            self.quad_x, self.quad_logw)
+            return tuple(_shaped(a, shape) for a in out)
         shape, (y, m, v) = _flat(self._targets(y), m, _variances(v))
         if self.code == LIK_PYTHON:
             out = _numerical.gauss_moments(self, y, m, v)
@@ -417,6 +438,13 @@ class Likelihood(LikelihoodBase):
             out = _moments.gauss_moments(self.code, y, m, v, self.params,
                                          self.quad_x, self.quad_logw)
         return tuple(_shaped(a, shape) for a in out)
+
+    @property
+    def tempers(self):
+        """Whether :meth:`gauss_moments` takes a ``power`` (the compiled
+        likelihoods): EP then fits an example of weight below 1 with its
+        likelihood raised to that weight."""
+        return self.code != LIK_PYTHON
 
     def predict(self, m, v):
         """Predictive probability p(y = +1) = E[p(+1 | f)] for f ~ N(m, v).
