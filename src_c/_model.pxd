@@ -14,7 +14,7 @@
 
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 
-from _lik cimport Quad, lik_derivs, lik_gauss_moments
+from _lik cimport Quad, lik_derivs, lik_gauss_moments, lik_tempered_moments
 
 
 cdef enum:
@@ -120,12 +120,39 @@ cdef inline int model_site_derivs(const Model* md, int i, double y, double f,
     return status
 
 
+cdef inline double model_site_power(const Model* md, int i) noexcept nogil:
+    """The power s_i of example i's site: the site t_i approximates p(y_i | f)^(w_i)
+    by power EP of power 1 / s_i, its cavity q / t_i^(1 / s_i), its tilted law the
+    cavity times p(y_i | f)^(w_i / s_i), the new site the moment-matched one raised
+    to s_i, and its evidence term s_i times the power-1 term.  s_i = w_i (the
+    tilted law has p itself; k copies of an example at one input share this fixed
+    point), except for EP with a compiled likelihood and 0 < w_i < 1: there s_i =
+    1 (plain EP on the tempered likelihood p^(w_i), see lik_tempered_moments),
+    because the power 1 / w_i > 1 would leave the cavity improper wherever the
+    site's precision per unit weight exceeds the marginal's.  1 without weights,
+    0 for a zero weight (the site is held at 1)."""
+    cdef double w = model_weight(md, i)
+    if 0.0 < w < 1.0 and md.rule == RULE_EP and md.lik != LIK_PYTHON:
+        return 1.0
+    return w
+
+
 cdef inline double model_site_root(const Model* md, int i, double x) noexcept nogil:
-    """The part x / w_i of a Gaussian site's natural parameter x that EP's
-    cavity of example i removes: by power EP, the site t_i approximates
-    p(y_i | f)^(w_i) and the cavity is q / t_i^(1 / w_i), whose tilted law is
-    then the cavity times p(y_i | f) itself.  0 for a zero weight (the site is
-    held at 1), x without weights."""
-    if md.w == NULL:
-        return x
-    return x / md.w[i] if md.w[i] != 0.0 else 0.0
+    """The part x / s_i of a Gaussian site's natural parameter x that the cavity of
+    example i removes (``model_site_power``); 0 for a zero weight."""
+    cdef double s = model_site_power(md, i)
+    return x / s if s != 0.0 else 0.0
+
+
+cdef inline void model_site_moments(const Model* md, int i, double y, double m,
+                                    double v, double* logZ, double* dlogZ,
+                                    double* d2logZ, double* dpar) noexcept nogil:
+    """``model_moments`` of example i's tilted law: the likelihood to the power
+    w_i / s_i (``model_site_power``), which is 1 unless the likelihood is
+    tempered."""
+    cdef double c = model_weight(md, i) / model_site_power(md, i)
+    if md.w == NULL or not (c < 1.0):
+        model_moments(md, y, m, v, logZ, dlogZ, d2logZ, dpar)
+        return
+    lik_tempered_moments(md.lik, y, m, v, md.par, c, &md.quad, logZ, dlogZ, d2logZ,
+                         dpar)

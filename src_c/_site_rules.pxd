@@ -17,7 +17,8 @@ from libc.math cimport exp, fabs, log, log1p, sqrt, isfinite, INFINITY, M_PI, NA
 
 from _lik cimport LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell
 from _model cimport (Model, RULE_EP, RULE_PL, model_derivs, model_moments,
-                    model_site_root, model_weight)
+                    model_site_moments, model_site_power, model_site_root,
+                    model_weight)
 
 
 # ---- posterior linearisation's rule
@@ -235,17 +236,18 @@ cdef inline int _site_update(const Model* md, int i, double yi, double tau_i,
     <= 0, or, with ``clip``, a negative site precision), bit 2 = non-finite
     moments (skipped).
 
-    With weights, the site approximates p(y_i|f)^(w_i): by power EP (power
-    1 / w_i), the cavity removes the site's root t_i^(1 / w_i), the tilted law is
-    the cavity times p(y_i|f), and the new site is the moment-matched one raised
-    to w_i (its natural parameters times w_i); PL's regression site is raised to
-    w_i likewise.  A zero weight holds the site at 1 (tau = nu = 0)."""
-    cdef double wi = model_weight(md, i)
+    With weights, the site approximates p(y_i|f)^(w_i): by power EP of the site's
+    power s_i (``model_site_power``), the cavity removes the site's root
+    t_i^(1 / s_i), the tilted law is the cavity times p(y_i|f)^(w_i / s_i), and
+    the new site is the moment-matched one raised to s_i (its natural parameters
+    times s_i); PL's regression site is raised to w_i likewise.  A zero weight
+    holds the site at 1 (tau = nu = 0)."""
+    cdef double si = model_site_power(md, i)
     cdef double tau_cav = 1.0 / var_i - model_site_root(md, i, tau_i)
     cdef double nu_cav = mu_i / var_i - model_site_root(md, i, nu_i)
     cdef double v_cav, m_cav, logZ, d1, d2, dpar, denom, t_new, n_new
     cdef int flags = 0
-    if wi == 0.0:
+    if si == 0.0:
         tau_new[0] = 0.0
         nu_new[0] = 0.0
         return 0
@@ -254,8 +256,8 @@ cdef inline int _site_update(const Model* md, int i, double yi, double tau_i,
             tau_new[0] = tau_i
             nu_new[0] = nu_i
             return 4
-        tau_new[0] = (1.0 - damping) * tau_i + damping * wi * t_new
-        nu_new[0] = (1.0 - damping) * nu_i + damping * wi * n_new
+        tau_new[0] = (1.0 - damping) * tau_i + damping * si * t_new
+        nu_new[0] = (1.0 - damping) * nu_i + damping * si * n_new
         return 0
     if not (tau_cav > 0.0) or not isfinite(tau_cav):
         tau_new[0] = tau_i
@@ -263,7 +265,7 @@ cdef inline int _site_update(const Model* md, int i, double yi, double tau_i,
         return 1
     v_cav = 1.0 / tau_cav
     m_cav = nu_cav * v_cav
-    model_moments(md, yi, m_cav, v_cav, &logZ, &d1, &d2, &dpar)
+    model_site_moments(md, i, yi, m_cav, v_cav, &logZ, &d1, &d2, &dpar)
     if not (isfinite(d1) and isfinite(d2)):
         tau_new[0] = tau_i
         nu_new[0] = nu_i
@@ -276,8 +278,8 @@ cdef inline int _site_update(const Model* md, int i, double yi, double tau_i,
         t_new = 0.0
         n_new = d1
         flags = 2
-    tau_new[0] = (1.0 - damping) * tau_i + damping * wi * t_new
-    nu_new[0] = (1.0 - damping) * nu_i + damping * wi * n_new
+    tau_new[0] = (1.0 - damping) * tau_i + damping * si * t_new
+    nu_new[0] = (1.0 - damping) * nu_i + damping * si * n_new
     return flags
 
 
@@ -291,13 +293,14 @@ cdef inline double _log_evidence(const Model* md, const double[::1] y,
     cavities (exact at a fixed point).  Sites with an improper cavity are left out
     and counted in n_bad.
 
-    With weights (power EP, see ``_site_update``), site i's term, log Z_i minus
-    the log normaliser of the cavity times the site's root (tau_i / w_i,
-    nu_i / w_i), is multiplied by w_i, as is its d/d par[0]; a zero weight adds
-    nothing (its site is 1).  The Gaussian terms are those of the sites."""
+    With weights (power EP, see ``_site_update``), site i's term, log Z_i of its
+    tilted law minus the log normaliser of the cavity times the site's root
+    (tau_i / s_i, nu_i / s_i), is multiplied by the site's power s_i, as is its
+    d/d par[0]; a zero weight adds nothing (its site is 1).  The Gaussian terms
+    are those of the sites."""
     cdef int i, n = y.shape[0]
     cdef double tau_cav, nu_cav, logZ, d1, d2, dpar, total = 0.0, nu_mu = 0.0
-    cdef double wi, ti, ni, term
+    cdef double si, ti, ni, term
     dlik[0] = 0.0
     n_bad[0] = 0
     if md.rule == RULE_PL:
@@ -305,8 +308,8 @@ cdef inline double _log_evidence(const Model* md, const double[::1] y,
     for i in range(n):
         total -= log(L[i + i * n])
         nu_mu += nu[i] * mu[i]
-        wi = model_weight(md, i)
-        if wi == 0.0:
+        si = model_site_power(md, i)
+        if si == 0.0:
             continue
         ti = model_site_root(md, i, tau[i])
         ni = model_site_root(md, i, nu[i])
@@ -315,11 +318,11 @@ cdef inline double _log_evidence(const Model* md, const double[::1] y,
         if not (tau_cav > 0.0):
             n_bad[0] += 1
             continue
-        model_moments(md, y[i], nu_cav / tau_cav, 1.0 / tau_cav, &logZ, &d1, &d2,
-                      &dpar)
-        dlik[0] += wi * dpar
+        model_site_moments(md, i, y[i], nu_cav / tau_cav, 1.0 / tau_cav, &logZ, &d1,
+                           &d2, &dpar)
+        dlik[0] += si * dpar
         term = logZ + 0.5 * nu_cav * (ti / tau_cav * nu_cav - 2.0 * ni) / (ti + tau_cav)
         term -= 0.5 * ni * ni / (tau_cav + ti)
         term += 0.5 * log(1.0 + ti / tau_cav)
-        total += wi * term
+        total += si * term
     return total + 0.5 * nu_mu - logdet_c

@@ -182,11 +182,7 @@ def test_bad_weights_are_refused(problem, bad, match):
         gpc.infer(_rbf(X, X), y, "laplace", sample_weight=bad)
 
 
-@pytest.mark.parametrize("method, low", [
-    ("pl", 0.2), ("ep", 1.0),
-    pytest.param("ep", 0.2, marks=pytest.mark.xfail(
-        strict=True, reason="power EP's cavity removes the site to the power 1 / w, "
-        "improper for some weights below 1; such a site is left out of the evidence"))])
+@pytest.mark.parametrize("method, low", [("pl", 0.2), ("ep", 1.0), ("ep", 0.2)])
 def test_weighted_gaussian_regression_is_exact(problem, method, low):
     """With the Gaussian likelihood EP and PL are exact, weights too: the
     weighted likelihood prod_i N(y_i; f_i, s2)^(w_i) is, up to a constant, the
@@ -206,6 +202,38 @@ def test_weighted_gaussian_regression_is_exact(problem, method, low):
              + 0.5 * np.sum(np.log(2 * np.pi * s2 / w[keep])
                             - w[keep] * np.log(2 * np.pi * s2)))
     assert res.log_evidence == pytest.approx(exact, abs=1e-10)
+
+
+@pytest.mark.parametrize("c", [0.05, 0.5, 0.9])
+def test_ep_weights_below_one_are_ep_on_the_tempered_likelihood(problem, c):
+    """Weights c < 1 make EP's sites those of plain EP on p(y|f)^c: the same as EP
+    on the Python likelihood Phi(y f)^c, whose moments gpc integrates by its
+    generic numerical path (an independent computation)."""
+    X, y, Xs = problem
+    K = 25.0 * _rbf(X, X) / 2.0                     # a large signal variance
+    res = gpc.infer(K, y, "ep", "probit", sample_weight=np.full(len(y), c), tol=1e-12)
+    ref = gpc.infer(K, y, "ep", PowerProbit(c), tol=1e-12)
+    assert res.info["n_improper_final"] == 0
+    assert res.log_evidence == pytest.approx(ref.log_evidence, abs=1e-8)
+    np.testing.assert_allclose(res.state["tau"], ref.state["tau"], atol=1e-8)
+
+
+def test_ep_tiny_weights_tend_to_the_examples_dropped(problem):
+    """As the weights of some examples fall to 0 the weighted evidence tends to
+    that without them, every cavity proper (a power 1 / w of the site would
+    leave them improper at this signal variance)."""
+    X, y, _ = problem
+    K = 100.0 * _rbf(X, X) / 2.0
+    keep = np.ones(len(y), bool)
+    keep[::3] = False
+    dropped = gpc.infer(K[np.ix_(keep, keep)], y[keep], "ep", "logit").log_evidence
+    gaps = []
+    for small in (1e-2, 1e-4, 1e-6):
+        w = np.where(keep, 1.0, small)
+        res = gpc.infer(K, y, "ep", "logit", sample_weight=w)
+        assert res.info["n_improper_final"] == 0
+        gaps.append(abs(res.log_evidence - dropped))
+    assert gaps[2] < 1e-4 and gaps[2] < gaps[1] < gaps[0]
 
 
 @pytest.mark.parametrize("method", ["mean_field", "adf"])

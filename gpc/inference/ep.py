@@ -151,18 +151,22 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
     on K (``info["jitter"]``).
 
     *Weights.*  With ``sample_weight``, site i approximates the weighted term
-    ``p(y_i | f_i)^(w_i)`` by power EP with power ``1 / w_i`` (Minka 2004): the
-    cavity removes the site's root ``t_i^(1 / w_i)``, the tilted law is that
-    cavity times ``p(y_i | f_i)`` (so the likelihood's own moments serve), and
-    the moment-matched site is raised to ``w_i``.  The evidence is power EP's,
-    each site's term times ``w_i``, and stays stationary at the fixed point, so
-    ``dK`` keeps its form.  A zero weight holds the site at 1: the example drops
-    out exactly.  An integer weight is not the same as repeating the example
-    (EP's sites of the copies would differ from one site raised to the power)
-    unless the copies share their input, where the two fixed points coincide.
-    Weights below 1 are powers above 1, whose cavities can turn improper where
-    the posterior is far from the prior; such sites are left out of the
-    evidence with a RuntimeWarning, as unweighted ones are.
+    ``p(y_i | f_i)^(w_i)`` by power EP (Minka 2004) of power ``1 / s_i``: the
+    cavity removes the site's root ``t_i^(1 / s_i)``, the tilted law is that
+    cavity times ``p(y_i | f_i)^(w_i / s_i)``, and the moment-matched site is
+    raised to ``s_i``.  For a weight of at least 1, ``s_i = w_i``: the tilted law
+    has the likelihood itself.  A power ``1 / w_i`` above 1 would leave the
+    cavity improper wherever the site's precision per unit weight exceeds the
+    marginal's (common at large signal variances), so a weight below 1 takes
+    ``s_i = 1``: plain EP on the tempered likelihood ``p^(w_i)``, whose Gaussian
+    integrals are closed forms or, for the probit and the logit, a quadrature
+    (:meth:`gpc.likelihoods.Likelihood.gauss_moments` with ``power``; a Python
+    likelihood keeps ``s_i = w_i``).  The evidence is power EP's, each site's
+    term times ``s_i``, and stays stationary at the fixed point, so ``dK`` keeps
+    its form.  A zero weight holds the site at 1: the example drops out exactly.
+    An integer weight is not the same as repeating the example (EP's sites of
+    the copies would differ from one site raised to the power) unless the
+    copies share their input, where the two fixed points coincide.
 
     References
     ----------

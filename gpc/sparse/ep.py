@@ -65,12 +65,13 @@ the model (the gradient includes it), so the evidence stays smooth.
 
 *Weights* w_i raise example i's factor (its likelihood averaged over ``f_i``
 given ``u``) to the power w_i, by power EP as for the full GP
-(:func:`gpc.inference.ep.ep`): the cavity removes the site's root ``(E_i / w_i,
-beta_i / w_i)``, the tilted mass is the likelihood's own, and the new site is the
-moment-matched one raised to w_i; each example's evidence term, its ``s_i`` and
-its d/d theta_lik are multiplied by w_i.  A zero weight holds the site at 1.
-Copies of an example share its features, so an integer weight k stands for k
-copies at a common fixed point.
+(:func:`gpc.inference.ep.ep`), with the site's power a_i = w_i (1 for a weight
+below 1 and a likelihood that ``tempers``): the cavity removes the site's root
+``(E_i / a_i, beta_i / a_i)``, the tilted mass is that of the likelihood to the
+power w_i / a_i, and the new site is the moment-matched one raised to a_i; each
+example's evidence term, its ``s_i`` and its d/d theta_lik are multiplied by
+a_i.  A zero weight holds the site at 1.  Copies of an example share its
+features, so an integer weight k stands for k copies at a common fixed point.
 """
 
 import threading
@@ -236,10 +237,24 @@ def _log_site_mass(E, beta, mc, vc):
     return -0.5 * np.log(q) + quad / (2.0 * q)
 
 
-def _root(x, w):
-    """A site's natural parameter x to the power 1 / w (``x / w``; 0 for a zero
+def _site_powers(likelihood, w):
+    """The sites' powers s (see :func:`sparse_ep`): w, but 1 for the weights in
+    (0, 1) of a likelihood that ``tempers``."""
+    return np.where((w > 0) & (w < 1) & likelihood.tempers, 1.0, w)
+
+
+def _root(x, s):
+    """A site's natural parameter x to the power 1 / s (``x / s``; 0 for a zero
     weight): what power EP's cavity removes (see :func:`sparse_ep`)."""
-    return np.divide(x, w, out=np.zeros_like(x), where=w > 0)
+    return np.divide(x, s, out=np.zeros_like(x), where=s > 0)
+
+
+def _tilted_moments(likelihood, yc, mc, vc, w, s):
+    """``gauss_moments`` of the tilted laws: the likelihood to the powers w / s."""
+    c = np.divide(w, s, out=np.ones_like(w), where=s > 0)
+    if np.all(c == 1.0):
+        return likelihood.gauss_moments(yc, mc, vc)
+    return likelihood.gauss_moments(yc, mc, vc, power=c)
 
 
 def _cavity(Phi, post, E, beta):
@@ -261,7 +276,7 @@ def _cavity(Phi, post, E, beta):
 
 def _site_update(E, beta, mc, vc, g, d1, d2, good, damping, w):
     """New sites from the tilted moments (damped; each moment-matched site
-    raised to its weight w), the largest change of the undamped update (the
+    raised to its power w), the largest change of the undamped update (the
     distance from EP's fixed point, whatever the damping) and the number of
     updates skipped (improper cavity or update, zero tilted mass)."""
     nu2 = -d2
@@ -290,18 +305,19 @@ def _chunk_pass(post, likelihood, Phi, g, yc, wc, E, beta, damping, update):
     ``update`` the largest change, skipped count and the new sites' ``Sigma`` and
     ``eta`` contributions), and ``local = (V, m, s)`` for the gradient."""
     w = np.ones(E.shape) if wc is None else wc
-    Er, br = _root(E, w), _root(beta, w)
+    p = _site_powers(likelihood, w)
+    Er, br = _root(E, p), _root(beta, p)
     V, m, v, mc, vc, ok = _cavity(Phi, post, Er, br)
-    logz, d1, d2, dpar = likelihood.gauss_moments(yc, mc, vc + g)
+    logz, d1, d2, dpar = _tilted_moments(likelihood, yc, mc, vc + g, w, p)
     good = ok & np.isfinite(logz) & np.isfinite(d1) & np.isfinite(d2)
     counted = good & (w > 0)
     stats = {"evidence": float(np.sum(np.where(
-        counted, w * (logz - _log_site_mass(Er, br, mc, vc)), 0.0))),
-        "dlik": float(np.sum(np.where(counted, w * dpar, 0.0)))}
-    s = np.where(counted, 0.5 * w * (d1 * d1 + d2), 0.0)   # d log Z_i^w / d g_i
+        counted, p * (logz - _log_site_mass(Er, br, mc, vc)), 0.0))),
+        "dlik": float(np.sum(np.where(counted, p * dpar, 0.0)))}
+    s = np.where(counted, 0.5 * p * (d1 * d1 + d2), 0.0)   # d log Z_i^p / d g_i
     if update:
         E, beta, stats["change"], stats["skipped"] = _site_update(
-            E, beta, mc, vc, g, d1, d2, good, damping, w)
+            E, beta, mc, vc, g, d1, d2, good, damping, p)
         stats.update(_site_stats(Phi, E, beta))
     return E, beta, stats, (V, m, s)
 
