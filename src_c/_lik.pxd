@@ -87,10 +87,10 @@ cdef extern from *:
     #define GPC_CF_Z3 (-2.0)
     /* Tempered probit and logit integrals: Gauss-Legendre panels on each side of
        the mode, reaching where the log integrand has fallen by this much. */
-    #define GPC_TQ_PANELS 12
+    #define GPC_TQ_PANELS 8
     #define GPC_TQ_DROP 40.0
     #define GPC_TQ_CORE 10
-    #define GPC_TQ_GEOMETRIC 24
+    #define GPC_TQ_GEOMETRIC 16
     /* 10-point Gauss-Legendre rule on [-1, 1]: positive nodes and their weights. */
     static const double GPC_GL10_X[5] = {
     0.1488743389816312, 0.4333953941292472, 0.6794095682990244,
@@ -870,7 +870,7 @@ cdef inline double _tempered_reach(int lik, double y, double m, double v, double
     # The t > t0 at which h(f + a t) = level (< h(f + a t0)), h = _tempered_h
     # concave with its maximum at f, by Newton's method from a point past it (on a
     # concave decreasing function Newton's steps then fall monotonically onto the
-    # root), to within 1e-3 of t: the point only places a panel's end.
+    # root), to within 5 % of the step t - t0: the point only places a panel's end.
     cdef double hpp, slope, step, t0 = t
     cdef int it
     t = t + scale * sqrt(2.0 * (_tempered_h(lik, y, m, v, c, f + a * t) - level))
@@ -884,7 +884,7 @@ cdef inline double _tempered_reach(int lik, double y, double m, double v, double
             break
         step = (_tempered_h(lik, y, m, v, c, f + a * t) - level) / slope
         t -= step
-        if fabs(step) <= 1e-3 * t or t <= t0:
+        if fabs(step) <= 0.05 * (t - t0) or t <= t0:
             break
     return t if t > t0 else t0 + scale
 
@@ -935,7 +935,7 @@ cdef inline void _tempered_quadrature(int lik, double y, double m, double v, dou
     # on each side over which h falls by equal steps (so that the integrand changes
     # by the same factor over each, whether it falls as a Gaussian or as the
     # logit's exponential tail), cut further where the likelihood varies on its own
-    # scale even where h hardly falls (c small): at the integers within
+    # scale even where h hardly falls (c small): at every other integer within
     # GPC_TQ_CORE of 0 and geometrically beyond.  d log Z/dm = (E[f] - m)/v and
     # d2 log Z/dm2 = (Var[f] - v)/v^2 under the tilted law.
     cdef double f = _tempered_mode(lik, y, m, v, c), hpp, h0, scale, t, a, x, e
@@ -956,12 +956,13 @@ cdef inline void _tempered_quadrature(int lik, double y, double m, double v, dou
             cuts[n_cuts] = f + a * t
             n_cuts += 1
         reach[side] = t
-    for k in range(-GPC_TQ_CORE, GPC_TQ_CORE + 1):
-        # f at every integer of [-CORE, CORE], then at +-CORE 1.5^j: the
-        # likelihood's log varies on the scale |f| there (log Phi(z) ~ -z^2/2 -
+    for k in range(-GPC_TQ_CORE, GPC_TQ_CORE + 1 if scale > 0.5 else -GPC_TQ_CORE, 2):
+        # Where panels can be wider than the likelihood's unit scale: f at every
+        # other integer of [-CORE, CORE], then at +-CORE 2^j, where the
+        # likelihood's log varies on the scale |f| (log Phi(z) ~ -z^2/2 -
         # log(-z), log sigma(z) ~ -exp(-z)).
         for j in range(GPC_TQ_GEOMETRIC if k * k == GPC_TQ_CORE * GPC_TQ_CORE else 1):
-            x = k * pow(1.5, j)
+            x = k * pow(2.0, j)
             if f - reach[0] < x < f + reach[1]:
                 cuts[n_cuts] = x
                 n_cuts += 1
