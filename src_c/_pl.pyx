@@ -8,7 +8,7 @@ import numpy as np
 
 from _lik cimport LIK_GAUSSIAN
 from _model cimport (Model, model_check_weights, model_of, model_raise,
-                    model_site_root, model_weight)
+                    model_site_power, model_site_root, model_weight)
 from _site_rules cimport _pl_correction, _pl_label_ok, _slr
 
 
@@ -26,14 +26,15 @@ def pl_correction_gradients(model, const double[::1] y, const double[::1] mu,
     likelihood (no correction) and for the labels left out of the evidence
     (``_pl_label_ok``).
 
-    With the model's weights, label i's term is w_i c_i at the site's root
-    (tau_i / w_i, nu_i / w_i), as in the evidence: c_i, dc/dmu, dc/dP and dc/dpar
-    are w_i times the root's, E[f] and E[f^2] the root's tilted moments (which
-    are again the derivatives with respect to the site (tau_i, nu_i)); zeros for
-    a zero weight."""
+    With the model's weights, label i's term is s_i c_i at the site's root
+    (tau_i / s_i, nu_i / s_i), c_i the correction of p^(w_i / s_i), s_i the site's
+    power (``model_site_power``), as in the evidence: c_i, dc/dmu, dc/dP and
+    dc/dpar are s_i times the root's, E[f] and E[f^2] the root's tilted moments
+    (which are again the derivatives with respect to the site (tau_i, nu_i));
+    zeros for a zero weight."""
     cdef int n = y.shape[0], i
     cdef const Model* md = model_of(model)
-    cdef double dpar = 0.0, wi
+    cdef double dpar = 0.0, wi, si
     cdef double sums[5]
     if mu.shape[0] != n or var.shape[0] != n or tau.shape[0] != n or nu.shape[0] != n:
         raise ValueError("y, mu, var, tau and nu must have the same length.")
@@ -53,17 +54,18 @@ def pl_correction_gradients(model, const double[::1] y, const double[::1] mu,
     with nogil:
         for i in range(n):
             wi = model_weight(md, i)
+            si = model_site_power(md, i)
             if wi == 0.0 or not _pl_label_ok(md, y[i], mu[i], var[i],
                                              model_site_root(md, i, tau[i])):
                 continue
-            cv[i] = wi * _pl_correction(md, y[i], mu[i], var[i],
+            cv[i] = si * _pl_correction(md, y[i], mu[i], var[i],
                                         model_site_root(md, i, tau[i]),
-                                        model_site_root(md, i, nu[i]), sums)
-            gm[i] = wi * sums[0]
-            gp[i] = wi * sums[1]
+                                        model_site_root(md, i, nu[i]), wi / si, sums)
+            gm[i] = si * sums[0]
+            gp[i] = si * sums[1]
             ef[i] = sums[2]
             ef2[i] = sums[3]
-            dpar += wi * sums[4]
+            dpar += si * sums[4]
     model_raise(model)
     return g_mu, g_P, e_f, e_f2, dpar, corr
 

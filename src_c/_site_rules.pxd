@@ -13,9 +13,10 @@
 # and calls it with no indirection; _pl.pyx wraps PL's for Python.  The Model
 # (the likelihood, the rule and PL's evidence rule) is the one of _model.pxd.
 
-from libc.math cimport exp, fabs, log, log1p, sqrt, isfinite, INFINITY, M_PI, NAN
+from libc.math cimport exp, fabs, log, log1p, pow, sqrt, isfinite, INFINITY, M_PI, NAN
 
-from _lik cimport LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell
+from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
+                   lik_tempered_moments)
 from _model cimport (Model, RULE_EP, RULE_PL, model_derivs, model_moments,
                     model_site_moments, model_site_power, model_site_root,
                     model_weight)
@@ -64,7 +65,7 @@ cdef inline bint _slr(const Model* md, double yi, double v, double m, double* ta
 
 cdef inline double _pl_correction_threshold(const Model* md, double yi, double m,
                                             double v, double tau, double nu,
-                                            double* sums) noexcept nogil:
+                                            double power, double* sums) noexcept nogil:
     """``_pl_correction`` in closed form for p(y|f) = eps + (1 - 2 eps) H(y f) (the
     noisy threshold; eps = 0: the step).  N(f; m, v) exp(tau f^2 / 2 - nu f) =
     C N(f; mc, vc), the marginal's cavity: with a = 1 - tau v,
@@ -84,10 +85,17 @@ cdef inline double _pl_correction_threshold(const Model* md, double yi, double m
     mc): dc/dm = (tau m - nu + d1) / a, dc/dv = ((dc/dm)^2 + tau / a + d2 / a^2) / 2.
     Unlike a rule's sums they include the step's delta function at f = 0.
     dc/d eps = d log Z / d eps.  A cavity that is not proper (a <= 0) makes the
-    integral diverge: +inf (sums NaN)."""
+    integral diverge: +inf (sums NaN).  The likelihood to a ``power`` below 1 is
+    the noisy threshold of eps' = eps^power / A times A = eps^power + (1 -
+    eps)^power (the step is unchanged): the same with eps' and log A added (Z and
+    its derivatives from ``lik_tempered_moments``)."""
     cdef double eps = md.par[0] if md.lik == LIK_NOISY_THRESHOLD else 0.0
     cdef double a = 1.0 - tau * v, vc, mc, zc, lc, lz, d1, d2, dpar, a1, a2, c, gm, ef
+    cdef double log_a = 0.0
     cdef int k
+    if power < 1.0 and eps > 0.0:
+        log_a = log(pow(eps, power) + pow(1.0 - eps, power))
+        eps = exp(power * log(eps) - log_a)
     if not (a > 0.0):
         if sums != NULL:
             for k in range(5):
@@ -97,7 +105,8 @@ cdef inline double _pl_correction_threshold(const Model* md, double yi, double m
     mc = (m - v * nu) / a
     zc = _clamp(yi * mc / sqrt(vc))
     lc = -0.5 * log(a) + (v * nu * nu - 2.0 * m * nu + tau * m * m) / (2.0 * a)
-    model_moments(md, yi, mc, vc, &lz, &d1, &d2, &dpar)
+    lik_tempered_moments(md.lik, yi, mc, vc, md.par, power, &md.quad, &lz, &d1, &d2,
+                         &dpar)
     if zc >= 0.0:
         c = lc + lz
     else:
@@ -105,7 +114,7 @@ cdef inline double _pl_correction_threshold(const Model* md, double yi, double m
         a2 = log1p(-2.0 * eps) - 0.5 * log(a) - 0.5 * (m / v) * m + _ell(zc)
         c = a1 if a1 > a2 else a2
         if c > -INFINITY:
-            c += log1p(exp(-fabs(a1 - a2)))
+            c += log1p(exp(-fabs(a1 - a2))) + log_a
     if sums != NULL:
         gm = (tau * m - nu + d1) / a
         ef = m + v * gm
@@ -118,10 +127,12 @@ cdef inline double _pl_correction_threshold(const Model* md, double yi, double m
 
 
 cdef inline double _pl_correction(const Model* md, double yi, double m, double v,
-                                  double tau, double nu, double* sums) noexcept nogil:
-    """log E[p(y | f) exp(e(f))] under the marginal N(f; m, v), e(f) = tau f^2 / 2 -
-    nu f with the label's site (tau, nu): the per-label term of posterior
-    linearisation's evidence (see ``_pl_log_evidence``).  By the rule md.evq,
+                                  double tau, double nu, double power,
+                                  double* sums) noexcept nogil:
+    """log E[p(y | f)^power exp(e(f))] under the marginal N(f; m, v), e(f) = tau f^2
+    / 2 - nu f with the label's site (tau, nu): the per-label term of posterior
+    linearisation's evidence (see ``_pl_log_evidence``; power 1 but for a weight
+    below 1, see ``model_site_power``).  By the rule md.evq,
     log sum_k w_k p(y | f_k) exp(e(f_k)) with f_k = m + sqrt(v) x_k; in closed form
     for the step and the noisy threshold (``_pl_correction_threshold``), whose
     step-shaped integrand makes a rule's sum jump whenever a node crosses f = 0.
@@ -135,11 +146,11 @@ cdef inline double _pl_correction(const Model* md, double yi, double m, double v
     cdef int k
     cdef double sq = sqrt(v), mx = -INFINITY, acc = 0.0, a, h, f, lp, g1, g2, g3
     if md.lik == LIK_STEP or md.lik == LIK_NOISY_THRESHOLD:
-        return _pl_correction_threshold(md, yi, m, v, tau, nu, sums)
+        return _pl_correction_threshold(md, yi, m, v, tau, nu, power, sums)
     for k in range(q.n):
         f = m + sq * q.x[k]
         model_derivs(md, yi, f, &lp, &g1, &g2, &g3)
-        a = q.logw[k] + lp + f * (0.5 * tau * f - nu)
+        a = q.logw[k] + power * lp + f * (0.5 * tau * f - nu)
         if a > mx:
             mx = a
     if sums != NULL:
@@ -150,11 +161,11 @@ cdef inline double _pl_correction(const Model* md, double yi, double m, double v
     for k in range(q.n):
         f = m + sq * q.x[k]
         model_derivs(md, yi, f, &lp, &g1, &g2, &g3)
-        h = exp(q.logw[k] + lp + f * (0.5 * tau * f - nu) - mx)
+        h = exp(q.logw[k] + power * lp + f * (0.5 * tau * f - nu) - mx)
         acc += h
         if sums == NULL:
             continue
-        g1 += tau * f - nu
+        g1 = power * g1 + tau * f - nu
         sums[0] += h * g1
         sums[1] += h * g1 * q.x[k]
         sums[2] += h * f
@@ -203,11 +214,12 @@ cdef inline double _pl_log_evidence(const Model* md, const double[::1] y,
     counted in n_bad.  The Gaussian likelihood is linear: no correction.
 
     With weights, label i's site approximates p(y_i|f)^(w_i), and its term is
-    w_i times the correction at the site's root t_i^(1 / w_i) (power EP's
-    evidence term, see ``_log_evidence``); a zero weight adds nothing.  The
-    Gaussian's constant term is w_i times its unweighted one."""
+    s_i times the correction of p^(w_i / s_i) at the site's root t_i^(1 / s_i),
+    s_i the site's power (``model_site_power``; power EP's evidence term, see
+    ``_log_evidence``); a zero weight adds nothing.  The Gaussian's constant term
+    is w_i times its unweighted one."""
     cdef int i
-    cdef double total = 0.0, wi, ti
+    cdef double total = 0.0, wi, si, ti
     n_bad[0] = 0
     for i in range(n):
         total += 0.5 * nu[i] * mu[i] - log(L[i + i * n])
@@ -217,12 +229,13 @@ cdef inline double _pl_log_evidence(const Model* md, const double[::1] y,
         if md.lik == LIK_GAUSSIAN:
             total -= 0.5 * wi * (log(2.0 * M_PI * md.par[0]) + y[i] * y[i] / md.par[0])
             continue
+        si = model_site_power(md, i)
         ti = model_site_root(md, i, tau[i])
         if not _pl_label_ok(md, y[i], mu[i], var[i], ti):
             n_bad[0] += 1
             continue
-        total += wi * _pl_correction(md, y[i], mu[i], var[i], ti,
-                                     model_site_root(md, i, nu[i]), NULL)
+        total += si * _pl_correction(md, y[i], mu[i], var[i], ti,
+                                     model_site_root(md, i, nu[i]), wi / si, NULL)
     return total
 
 
@@ -256,6 +269,7 @@ cdef inline int _site_update(const Model* md, int i, double yi, double tau_i,
             tau_new[0] = tau_i
             nu_new[0] = nu_i
             return 4
+        si = model_weight(md, i)            # PL's site: the regression to w_i
         tau_new[0] = (1.0 - damping) * tau_i + damping * si * t_new
         nu_new[0] = (1.0 - damping) * nu_i + damping * si * n_new
         return 0

@@ -96,9 +96,13 @@ def pl(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
     Gaussian's noise variance.
 
     *Weights.*  With ``sample_weight``, label i's site is its linearisation
-    raised to w_i (natural parameters times w_i) and its evidence correction is
+    raised to w_i (natural parameters times w_i).  Its evidence correction is
+    power EP's (see :func:`gpc.inference.ep.ep`): for a weight of at least 1,
     w_i times the correction at the site's root (natural parameters divided by
-    w_i).  k copies of a label at one input share its marginal, so their
+    w_i); for a weight below 1, the correction of the tempered likelihood
+    ``p^(w_i)`` at the site itself (the root would be more precise than the
+    marginal wherever the linearisation's precision exceeds the marginal's).
+    k copies of a label at one input share its marginal, so their
     linearisations are equal and their product is the weighted site: an integer
     weight is the label repeated, exactly (unlike power EP, whose copies only
     share a fixed point).
@@ -173,10 +177,10 @@ def _total_derivative_terms(K, y, likelihood, evidence_rule, S, b, Binv, mu, var
     O(n^3): three matrix products.  The Gaussian likelihood has no correction and
     fixed sites.
 
-    With ``weights`` w, the sites are w o F(m) and the corrections w_i q_i at the
-    sites' roots (see :func:`pl`): the model's weights give the scaled F', dq/dm
-    and dq/dpar, and the roots' tilted moments dq/ds, so the adjoint system is
-    unchanged in form.
+    With ``weights`` w, the sites are w o F(m) and the corrections s_i q_i at the
+    sites' roots, s_i the site's power (see :func:`pl`): the model's weights give
+    the scaled F', dq/dm and dq/dpar, and the roots' tilted moments dq/ds, so the
+    adjoint system is unchanged in form.
     """
     n = K.shape[0]
     R = np.tril(Binv)
