@@ -196,27 +196,9 @@ def gauss_moments(int lik, y, m, v, par=None, quad_x=None, quad_logw=None):
     likelihood needs the Gauss-Hermite rule ``(quad_x, quad_logw)`` (see
     :func:`gauss_hermite`) whenever some v <= ``LOGIT_GH_VMAX``.
     """
-    lik, par = _check_lik(lik, par)
-    qx, qw = _quad(quad_x, quad_logw)
-    cdef const double[::1] yv = _vec(y, "y"), mv = _vec(m, "m"), vv = _vec(v, "v")
-    cdef const double[::1] pv = par, xv = qx, wv = qw
-    cdef Py_ssize_t n = _same_length(y=yv, m=mv, v=vv), i
-    cdef Quad q
-    q.n = <int>xv.shape[0]
-    q.x = _ptr(xv)
-    q.logw = _ptr(wv)
-    logZ = np.empty(n)
-    dlogZ = np.empty(n)
-    d2logZ = np.empty(n)
-    dpar = np.empty(n)
-    cdef double[::1] a = logZ, b = dlogZ, c = d2logZ, d = dpar
-    cdef const double* pp = _ptr(pv)
-    cdef int code = lik
-    with nogil:
-        for i in range(n):
-            lik_gauss_moments(code, yv[i], mv[i], vv[i], pp, &q, &a[i], &b[i], &c[i],
-                              &d[i])
-    return logZ, dlogZ, d2logZ, dpar
+    yv = _vec(y, "y")
+    return tempered_moments(lik, yv, m, v, np.ones(yv.shape[0]), par, quad_x,
+                            quad_logw)
 
 
 def em_statistic(int lik, y, m, v, par=None):
