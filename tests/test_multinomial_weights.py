@@ -24,6 +24,8 @@ from gpc.datasets import load_glass
 from gpc.evidence import EvidenceObjective
 from gpc.likelihoods import Softmax
 
+from _sites import assert_objective_gradient
+
 METHODS = ("laplace", "vb")
 #: The classes' (variance, length scale): one kernel shared, or one per class.
 KERNELS = {"shared": [(2.0, 1.3)] * 3,
@@ -182,12 +184,7 @@ def test_weighted_evidence_gradient_by_finite_differences(iris, method, kernels)
         [C(1.5) * RBF(1.0), C(0.8) * RBF(2.0), C(2.0) * RBF(0.7)]
     obj = EvidenceObjective(kernel, X, y, Softmax(n_classes=3), method, {"tol": 1e-12},
                             sample_weight=w)
-    theta = obj.theta.copy()
-    value, grad = obj(theta)
-    h = 1e-5
-    fd = np.array([(obj(theta + h * e)[0] - obj(theta - h * e)[0]) / (2 * h)
-                   for e in np.eye(len(theta))])
-    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * (1 + abs(value)))
+    assert_objective_gradient(obj)
 
 
 @pytest.fixture(scope="module")

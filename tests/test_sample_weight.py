@@ -25,6 +25,8 @@ from gpc.evidence import EvidenceObjective
 from gpc.inference.variational import upper_bound
 from gpc.likelihoods import Likelihood, get_likelihood
 
+from _sites import assert_objective_gradient
+
 WEIGHTED = ("laplace", "ep", "vb", "pl")
 
 
@@ -149,12 +151,7 @@ def test_weighted_evidence_gradient_by_finite_differences(problem, method, likel
     options = {"tol": 1e-12}
     obj = EvidenceObjective(C(1.5) * RBF([1.0, 2.0, 0.7, 1.4]), X, y, lik, method,
                             options, learn_likelihood=learn, sample_weight=w)
-    theta = obj.theta.copy()
-    value, grad = obj(theta)
-    h = 1e-5
-    fd = np.array([(obj(theta + h * e)[0] - obj(theta - h * e)[0]) / (2 * h)
-                   for e in np.eye(len(theta))])
-    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6 * (1 + abs(value)))
+    assert_objective_gradient(obj)
 
 
 def test_logit_upper_bound_weights(problem):
