@@ -983,6 +983,14 @@ cdef inline void _tempered_quadrature(int lik, double y, double m, double v, dou
     d2logZ[0] = ((s2 / s0 - mean * mean) - v) / (v * v)
 
 
+cdef inline bint lik_tempers(int lik) noexcept nogil:
+    # Whether lik_tempered_moments has the likelihood's tempered integrals (a new
+    # code is fitted by power EP until it does, see _model.pxd).
+    return (lik == LIK_PROBIT or lik == LIK_LOGIT or lik == LIK_STEP
+            or lik == LIK_NOISY_THRESHOLD or lik == LIK_GAUSSIAN
+            or lik == LIK_LAPLACE or lik == LIK_ONE_SIDED)
+
+
 cdef inline void lik_tempered_moments(int lik, double y, double m, double v,
                                       const double* par, double c, const Quad* quad,
                                       double* logZ, double* dlogZ, double* d2logZ,

@@ -14,7 +14,7 @@
 
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 
-from _lik cimport Quad, lik_derivs, lik_gauss_moments, lik_tempered_moments
+from _lik cimport Quad, lik_derivs, lik_gauss_moments, lik_tempered_moments, lik_tempers
 
 
 cdef enum:
@@ -127,14 +127,14 @@ cdef inline double model_site_power(const Model* md, int i) noexcept nogil:
     to s_i, and its evidence term s_i times the power-1 term (PL: its sites are
     its regressions raised to w_i; s_i sets the root and the power in its
     evidence correction).  s_i = w_i (the tilted law has p itself; k copies of an
-    example at one input share this fixed point), except for a compiled
-    likelihood and 0 < w_i < 1: there s_i = 1 (plain EP on the tempered
-    likelihood p^(w_i), see lik_tempered_moments), because the power 1 / w_i > 1
-    would leave the cavity improper wherever the site's precision per unit weight
-    exceeds the marginal's.  1 without weights, 0 for a zero weight (the site is
-    held at 1)."""
+    example at one input share this fixed point), except for a likelihood of
+    tempered integrals (``lik_tempers``) and 0 < w_i < 1: there s_i = 1 (plain
+    EP on the tempered likelihood p^(w_i), see lik_tempered_moments), because
+    the power 1 / w_i > 1 would leave the cavity improper wherever the site's
+    precision per unit weight exceeds the marginal's.  1 without weights, 0 for a
+    zero weight (the site is held at 1)."""
     cdef double w = model_weight(md, i)
-    if 0.0 < w < 1.0 and md.lik != LIK_PYTHON:
+    if 0.0 < w < 1.0 and md.lik != LIK_PYTHON and lik_tempers(md.lik):
         return 1.0
     return w
 

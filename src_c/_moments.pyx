@@ -188,6 +188,11 @@ def tempered_moments(int lik, y, m, v, c, par=None, quad_x=None, quad_logw=None)
     return logZ, dlogZ, d2logZ, dpar
 
 
+def tempers(int lik):
+    """Whether :func:`tempered_moments` has the likelihood's integrals."""
+    return bool(_lik.lik_tempers(lik))
+
+
 def gauss_moments(int lik, y, m, v, par=None, quad_x=None, quad_logw=None):
     """Moments of Z = int p(y|f) N(f; m, v) df.
 

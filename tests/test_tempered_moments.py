@@ -120,5 +120,13 @@ def test_python_likelihoods_refuse_a_power():
         def log_lik(self, y, f):
             return np.log(0.5 + np.arctan(np.asarray(y) * f) / np.pi)
 
+    assert not Cauchit().tempers
+    assert all(_likelihood(name).tempers for name in LOG_P)
     with pytest.raises(ValueError, match="no tempered moments"):
         Cauchit().gauss_moments(1.0, 0.0, 1.0, power=0.5)
+
+
+@pytest.mark.parametrize("power", [0.0, 1.5, np.nan, -0.2])
+def test_powers_outside_zero_one_are_refused(power):
+    with pytest.raises(ValueError, match="power must be in"):
+        get_likelihood("probit").gauss_moments(1.0, 0.0, 1.0, power=power)

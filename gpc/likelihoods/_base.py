@@ -428,6 +428,8 @@ class Likelihood(LikelihoodBase):
                 raise ValueError(f"the {self.name!r} likelihood has no tempered "
                                  "moments (power must be None).")
             shape, (y, m, v, c) = _flat(self._targets(y), m, _variances(v), power)
+            if not np.all((c > 0.0) & (c <= 1.0)):
+                raise ValueError(f"power must be in (0, 1], got {power!r}.")
             out = _moments.tempered_moments(self.code, y, m, v, c, self.params,
                                             self.quad_x, self.quad_logw)
             return tuple(_shaped(a, shape) for a in out)
@@ -444,7 +446,7 @@ class Likelihood(LikelihoodBase):
         """Whether :meth:`gauss_moments` takes a ``power`` (the compiled
         likelihoods): EP then fits an example of weight below 1 with its
         likelihood raised to that weight."""
-        return self.code != LIK_PYTHON
+        return self.code != LIK_PYTHON and _moments.tempers(self.code)
 
     def predict(self, m, v):
         """Predictive probability p(y = +1) = E[p(+1 | f)] for f ~ N(m, v).
