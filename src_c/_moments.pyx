@@ -12,8 +12,8 @@ import numpy as np
 from scipy.special import roots_hermitenorm
 
 cimport _lik
-from _lik cimport (Quad, log_ndtr_stable, inv_mills, lik_derivs, lik_gauss_moments,
-                   lik_tempered_moments, lik_predict, lik_em_stat, _mills, GPC_LSM_TAU,
+from _lik cimport (Quad, log_ndtr_stable, inv_mills, lik_derivs, lik_tempered_moments,
+                   lik_predict, lik_em_stat, _mills, GPC_LSM_TAU,
                    GPC_LSM_LOGW, GPC_LSM_N, GPC_LOGIT_GH_VMAX)
 
 LIK_PROBIT = _lik.LIK_PROBIT
