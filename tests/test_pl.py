@@ -293,6 +293,17 @@ def test_dK_is_the_total_derivative_through_the_fixed_point(lik, ell, sf2):
         assert np.sum(res.dK * E) == pytest.approx(fd, rel=1e-5, abs=1e-7)
 
 
+@pytest.mark.parametrize("method", ["pl", "ep"])
+def test_an_unconverged_run_says_its_gradient_is_not_exact(method):
+    # dK is the derivative at the fixed point, which an unconverged run has not
+    # reached: its gradient is flagged, beside the warning.
+    X, y = data(15, 4)
+    with pytest.warns(ConvergenceWarning, match="gradient"):
+        res = gpc.infer(se(X, 1.1, 2.5), y, method=method, likelihood="logit",
+                        max_sweeps=1)
+    assert not res.info["converged"] and res.info["gradient_exact"] is False
+
+
 @pytest.mark.parametrize("lik", ["noisy_threshold", "step"])
 def test_scale_free_likelihoods_have_no_signal_variance_gradient(lik):
     # Only sign(f) matters: the evidence does not change with the signal variance,

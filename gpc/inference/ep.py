@@ -101,9 +101,10 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
         - the counts of the improper-update policy (see Notes): ``n_skipped``,
           ``n_clipped``, ``n_rejected``, ``n_nonfinite``, ``n_improper_final``
           and ``n_clipped_last_sweep``;
-        - ``gradient_exact``: False when sites were still being clipped in the
-          last sweep, so that ``dK`` and ``dlik`` miss their implicit terms (a
-          RuntimeWarning says so).
+        - ``gradient_exact``: False when the run did not converge (``dK`` and
+          ``dlik`` are those of a point that is not the fixed point) or sites
+          were still being clipped in the last sweep, so that they miss their
+          implicit terms (a ConvergenceWarning or a RuntimeWarning says so).
 
     Notes
     -----

@@ -237,7 +237,8 @@ def _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact):
             "n_clipped_last_sweep": out.n_clipped_last_sweep,
             "n_negative": int(np.count_nonzero(fit.tau < 0)),
             "n_rejected": out.n_rejected,
-            "gradient_exact": bool(out.n_clipped_last_sweep == 0 and exact),
+            "gradient_exact": bool(out.converged and out.n_clipped_last_sweep == 0
+                                   and exact),
             "jitter": jitter, "n_iter": out.n_sweeps}
 
 
