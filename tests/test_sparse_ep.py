@@ -1,9 +1,12 @@
 """Sparse EP on inducing inputs (gpc.sparse.ep): exact cases, agreement with full
 EP, finite differences, and the cross / diagonal kernel contractions it uses."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Matern
 from sklearn.gaussian_process.kernels import WhiteKernel
 
@@ -157,6 +160,27 @@ def test_gradient_equals_finite_differences(likelihood, kernel):
                             max_iter=500, compute_gradient=False).log_evidence
     res = sparse_ep(kernel, lik, X, y, Z, tol=1e-13, max_iter=500)
     np.testing.assert_allclose(res.grad, _fd(f, kernel.theta), rtol=1e-5, atol=1e-6)
+
+
+def test_sites_short_of_the_fixed_point_are_declared():
+    # The gradient assumes every site moment-matched.  The noisy threshold is not
+    # log-concave: its updates to a negative precision are skipped, the evidence
+    # is then not stationary in those sites and the gradient is not the
+    # evidence's (here -0.88 in the log signal variance, on which the evidence
+    # does not depend, and 0.22 against -2.19 in the log length scale); an
+    # unconverged run is short of the fixed point too.
+    X, y = _data(60, 2, 3)
+    kernel, Z = ConstantKernel(1.0) * RBF(30.0), X[::4] + 0.05
+    with pytest.warns(ConvergenceWarning, match="not moment-matched"):
+        res = sparse_ep(kernel, gpc.likelihoods.NoisyThreshold(0.1), X, y, Z)
+    assert res.info["n_skipped"] > 0 and res.info["gradient_exact"] is False
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = sparse_ep(kernel, get_likelihood("probit"), X, y, Z, max_iter=2)
+    assert res.info["gradient_exact"] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = sparse_ep(kernel, get_likelihood("probit"), X, y, Z)
+    assert res.info["gradient_exact"] is True
 
 
 def test_chunks_and_warm_starts_change_nothing():

@@ -76,10 +76,12 @@ features, so an integer weight k stands for k copies at a common fixed point.
 
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import LinAlgError
+from sklearn.exceptions import ConvergenceWarning
 
 from .._blocks import gram as _gram
 from .._blocks import matmul as _matmul
@@ -118,8 +120,10 @@ class SparseEPResult:
     info : dict
         ``iterations`` (EP sweeps), ``passes`` (over the data, all kinds),
         ``converged``, ``max_change``, ``n_skipped`` (site updates skipped in
-        the last sweep: improper cavity, update or zero tilted mass),
-        ``damping`` (at the end), ``seconds``.
+        the last sweep: improper cavity, negative precision, zero tilted mass),
+        ``gradient_exact`` (converged with no update skipped in the last
+        sweep: the sites are EP's fixed point, where ``grad`` is the evidence's
+        gradient), ``damping`` (at the end), ``seconds``.
     dZ : ndarray of shape (M, n_features) or None
         The log evidence's gradient in the inducing inputs
         (``inducing_gradient=True``).
@@ -453,9 +457,11 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sample_weight=None, sites=None,
         Any scikit-learn or :mod:`gpc.kernels` kernel, at its current
         hyperparameters.
     likelihood : Likelihood
-        A likelihood of :mod:`gpc.likelihoods` whose site precisions are
-        non-negative (log-concave: probit, logit, step, and the regression
-        noises).
+        A likelihood of :mod:`gpc.likelihoods`.  The sites keep non-negative
+        precisions, which is exact for the log-concave ones (probit, logit,
+        step, the regression noises); with the noisy threshold the updates to a
+        negative precision are skipped, and a ConvergenceWarning says that the
+        evidence and its gradient are then approximate.
     X : ndarray of shape (n, n_features) or gpc.sparse._chunked.ChunkedData
         Inputs; or the data in chunks (then ``y`` is None and ``sites`` per
         chunk).
@@ -529,6 +535,10 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sample_weight=None, sites=None,
                                    max_iter=max_iter, damping=damping,
                                    cache_bytes=cache_bytes,
                                    compute_gradient=compute_gradient, verbose=verbose)
+    info["gradient_exact"] = bool(info["converged"] and info["n_skipped"] == 0)
+    message = unreached(info, tol)
+    if message:
+        warnings.warn(f"sparse EP: {message}", ConvergenceWarning, stacklevel=2)
     log_ev = post.log_zq() + sum(p["evidence"] for p in parts)
     grad = dlik = dZ = None
     if compute_gradient:
@@ -547,6 +557,22 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sample_weight=None, sites=None,
                           sites=sites, alpha=alpha,
                           C=prior.unwhiten(post.inverse_minus_identity()),
                           factors=(prior.LK, post.LS), info=info, dZ=dZ)
+
+
+def unreached(info, tol):
+    """Why a run's sites are not EP's fixed point (its ``info``, the ``tol`` it
+    ran to), or None when they are.  Its evidence and gradient are then
+    approximate: the gradient assumes every site moment-matched."""
+    if not info["converged"]:
+        return (f"EP did not converge in {info['iterations']} sweeps (largest site "
+                f"change {info['max_change']:.2e}, tol {tol:g}); the evidence and "
+                "its gradient are approximate.")
+    if info["n_skipped"]:
+        return (f"{info['n_skipped']} site update(s) were skipped in the last sweep "
+                "(an improper cavity, zero tilted mass, or a negative precision: "
+                "the likelihood is not log-concave); those sites are not "
+                "moment-matched, so the evidence and its gradient are approximate.")
+    return None
 
 
 def _kmm_derivative(prior, post, parts):

@@ -23,6 +23,7 @@ from ..likelihoods import get_likelihood
 from ..optimize import maximize_evidence, median_distance
 from ._chunked import ChunkedData
 from ._dask import as_float, dask_data, is_dask
+from .ep import unreached
 from .learning import SparseEvidence, maximize_sparse_evidence
 from .online import (SparseState, _refresh_factor, _store_full,
                      bv_prior_em, ep_sweeps, online_pass)
@@ -375,16 +376,17 @@ class _SparseGP(BaseEstimator):
             # take many seconds.
             final.sites = None if res is None else res.sites
             try:
-                res = final.run(theta, compute_gradient=False)
+                with warnings.catch_warnings():     # said once, below
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    res = final.run(theta, compute_gradient=False)
             except KeyboardInterrupt:
                 if res is None:
                     raise
                 opt["interrupted"] = True
         _warn_if_unfinished(opt)
-        if not res.info["converged"]:
-            warnings.warn(f"sparse GP: EP did not converge (largest site change "
-                          f"{res.info['max_change']:.2e}, tol {self.tol:g}).",
-                          ConvergenceWarning, stacklevel=3)
+        message = unreached(res.info, self.tol)
+        if message:
+            warnings.warn(f"sparse GP: {message}", ConvergenceWarning, stacklevel=3)
         state = SparseState(Z.shape[0], Z.shape[1])
         state.X = Z.copy()
         state.alpha[:Z.shape[0]] = res.alpha
