@@ -27,10 +27,19 @@ the free energy (7) is the variational objective and, as a function of the means
 ``mu = m + s g``, convex when W >= 0 (its Hessian is ``K^{-1} + W``); the Newton step
 is a descent direction for it, so the line search on (7) makes the iteration converge
 from any start (quadratically near the solution).  The naive free energy is a saddle
-value, not a minimum, so its line search is on ``|r|^2``.  A negative W_i (the noisy
-threshold, which is not log-concave) is clipped to 0 in the step, which keeps it a
-descent direction for (7) (the convergence is then linear) and is counted in
-``info["n_negative_w"]``.
+value, not a minimum, so its line search is on ``|r|^2``.
+
+A negative W_i (the noisy threshold, which is not log-concave) is counted in
+``info["n_negative_w"]``.  The ensemble step clips it to 0, which keeps the step a
+descent direction for (7) (the convergence is then linear).  The naive step stays
+the exact Newton step, a descent direction for ``|r|^2`` whatever the signs of W
+(the clipped step need not be one: warm-started runs stalled on it, off the
+solution).  With ``a = sqrt(|W|)`` and ``sigma = sign(W)``, Woodbury gives
+
+    (I + K W)^{-1} r = r - K a M^{-1} a r,     M = sigma + a K a,
+
+symmetric indefinite (LAPACK ``dsysv``) and equal to B when W >= 0.  The posterior's
+site form uses W clipped at 0 for both methods.
 
 Why Newton rather than the paper's damped fixed-point iteration
 ``m <- m - eta (m - (K - S) g(m))``: that map is a contraction only when
@@ -182,8 +191,9 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
     or inverted.  The log evidence is minus the naive free energy (the equation
     after (9)), ``sum_i log Z_i - g'(K - diag K) g / 2``: an approximation, not a
     bound (evaluated as the saddle function ``sum log Z_i - g'm + g'(K - diag K) g
-    / 2``, equal on the solution and accurate to second order in the residual).  Called through :func:`gpc.infer` with ``method="naive_mean_field"``;
-    see :mod:`gpc.inference.meanfield` for the solver and the gradient.
+    / 2``, equal on the solution and accurate to second order in the residual).
+    Called through :func:`gpc.infer` with ``method="naive_mean_field"``; see
+    :mod:`gpc.inference.meanfield` for the solver and the gradient.
 
     Parameters
     ----------
@@ -218,7 +228,7 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
         return 0.5 * r @ r
 
     sol = _solve(K, y, likelihood, s, residual_norm, init, tol, max_iter,
-                 "naive_mean_field")
+                 "naive_mean_field", signed=True)
     g, h = sol["g"], sol["h"]
     # Minus the saddle function at (m, g(m)): it equals sum log Z - g'(K - S) g / 2
     # on the solution, and errs only to second order in the residual off it.
@@ -272,10 +282,12 @@ def _lower_product(T):
     return symmetric_from_lower(P)
 
 
-def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
+def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False):
     """Newton's method with a line search on ``merit(m, moments)`` for
     ``m = (K - diag(s)) g(m)`` (see the module notes) of ``method`` (its
-    registered name).  Returns a dict with the
+    registered name).  ``signed``: take the exact Newton step when some weights W
+    are negative (the merit is the residual, for which it is a descent direction);
+    otherwise they are clipped at 0.  Returns a dict with the
     solution ``m``, its ``moments`` (log Z, g, h, dpar), ``g``, ``h``, ``q = v / s``,
     the site-form factor ``sW``, ``L`` of the last iterate and the counts."""
     n = K.shape[0]
@@ -304,6 +316,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
 
     n_iter = n_halvings = n_capped = 0
     converged = stalled = False
+    factor = None                      # (L, sW) of the current iterate, once formed
     while True:
         g, h = mo[1], mo[2]
         # v / s, in (0, 1] when h <= 0; floored so that W (the Newton weights) stays
@@ -312,8 +325,6 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
         q = np.maximum(1.0 + s * h, 1e-12)
         W = -h / q
         n_negative = int(np.count_nonzero(W < 0))
-        L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), method)
-        n_capped += capped
         r = residual(m, mo)
         Kg = K @ g
         if np.max(np.abs(r), initial=0.0) <= tol * (1.0 + np.max(np.abs(Kg),
@@ -322,8 +333,13 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
             break
         if n_iter >= max_iter:
             break
-        x = sW * cho_solve(L, sW * r)
-        d = -(r - K @ x) / q
+        d = _signed_newton_step(K, W, q, r) if signed and n_negative else None
+        if d is None:
+            L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), method)
+            n_capped += capped
+            factor = (L, sW)
+            x = sW * cho_solve(L, sW * r)
+            d = -(r - K @ x) / q
         r2 = r @ r
         t = 1.0
         for _ in range(MAX_HALVINGS):
@@ -345,7 +361,15 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
             stalled = True                           # no acceptable step
             break
         m, mo, value = m_new, mo_new, value_new
+        factor = None
         n_iter += 1
+    if factor is None:
+        # The site form of the posterior, from the weights clipped at 0 (see the
+        # module notes).
+        L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), method)
+        n_capped += capped
+    else:
+        L, sW = factor
     if not converged:
         why = (f"its line search found no step that improves the "
                f"{'free energy' if name == 'mean field' else 'residual'} (the "
@@ -387,6 +411,25 @@ def _factor_weights(K, W, method):
     raise NumericalError(f"{method.replace('_', ' ')}: the factorisation of I + sW K "
                          "sW failed even with the Newton weights capped (non-finite "
                          "moments?).", method)
+
+
+def _signed_newton_step(K, W, q, r):
+    """The exact Newton step ``d = -(I + K W)^{-1} r / q`` for weights W of either
+    sign, or None when its system is singular.
+
+    With ``a = sqrt(|W|)`` and ``sigma = sign(W)`` (+1 where W = 0), Woodbury gives
+    ``(I + K W)^{-1} r = r - K a M^{-1} a r`` with the symmetric indefinite
+    ``M = sigma + a K a`` (LAPACK ``dsysv``, Bunch-Kaufman): scaled like the
+    ``B = I + sW K sW`` of the clipped step, which it equals when W >= 0."""
+    a = np.sqrt(np.abs(W))
+    M = a[:, None] * K * a[None, :]
+    M[np.diag_indices_from(M)] += np.where(W < 0, -1.0, 1.0)
+    lwork = max(int(lapack.dsysv_lwork(len(W), lower=1)[0]), 1)
+    z, info = lapack.dsysv(M, (a * r)[:, None], lwork=lwork, lower=1,
+                           overwrite_a=1)[2:]
+    if info != 0 or not np.all(np.isfinite(z)):
+        return None
+    return -(r - K @ (a * z[:, 0])) / q
 
 
 def _dlik(likelihood, sol, method):
