@@ -67,6 +67,17 @@ g exactly on the equations (9)), so
 
 For both, ``d/d theta_lik = sum_i d log Z_i / d theta_lik`` (the likelihood parameter).
 
+The naive value and gradient hold at a solution only: off it the saddle function
+approximates nothing.  A naive run whose line search stalls (after a retry from the
+prior when it was warm-started) therefore raises NumericalError, which evidence
+maximisation takes as a failed evaluation and steps back from.  That happens when
+the equations have no solution (conflicting labels on a duplicated input under the
+step likelihood) or one beyond floating point: with the step likelihood and a
+kernel so smooth that K is singular to rounding (scikit-learn's test data with
+RBF(length_scale) beyond about 19), the cavity means double with every Newton step
+until the Jacobian, ill-conditioned like K, gives no better step.  A stalled ensemble run
+keeps its warning: its free energy is a bound at any q.
+
 Posterior for predictions
 -------------------------
 The mean is ``K g``.  The paper predicts with the sign of the mean only; for
@@ -204,7 +215,18 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
     Returns
     -------
     InferenceResult
-        As for :func:`mean_field` (no ``jitter`` is ever needed).
+        As for :func:`mean_field` (no ``jitter`` is ever needed; ``stalled`` is
+        always False, see Raises).
+
+    Raises
+    ------
+    NumericalError
+        When Newton's line search stalls, from the warm start and from the prior:
+        the equations have no solution that floating point reaches (e.g.
+        conflicting labels on a duplicated input, or the step likelihood with a
+        kernel that makes K singular to rounding), and off a solution the free
+        energy and its gradient mean nothing.  A noisy likelihood or a noise term
+        in the kernel gives a solution.
 
     Examples
     --------
@@ -227,8 +249,15 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
         r = m - (K @ mo[1] - s * mo[1])
         return 0.5 * r @ r
 
-    sol = _solve(K, y, likelihood, s, residual_norm, init, tol, max_iter,
-                 "naive_mean_field", signed=True)
+    def solve(init):
+        return _solve(K, y, likelihood, s, residual_norm, init, tol, max_iter,
+                      "naive_mean_field", signed=True, warn_stall=False)
+
+    sol = solve(init)
+    if sol["stalled"] and sol["warm"]:
+        sol = solve(None)              # a warm start may sit on another branch
+    if sol["stalled"]:
+        _refuse_stall(K, sol)
     g, h = sol["g"], sol["h"]
     # Minus the saddle function at (m, g(m)): it equals sum log Z - g'(K - S) g / 2
     # on the solution, and errs only to second order in the residual off it.
@@ -240,6 +269,25 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
         dlik = _dlik(likelihood, sol, "naive_mean_field")
     return _result(sol, likelihood, log_evidence, dK, dlik, 0.0, "naive_mean_field",
                    {})
+
+
+def _refuse_stall(K, sol):
+    """Raise the NumericalError of a naive mean-field run whose line search stalled:
+    off a solution of the equations its free energy, a saddle value, is not an
+    approximation of anything, and varies with where the iteration stopped."""
+    g, s, m = sol["g"], sol["s"], sol["m"]
+    r = m - (K @ g - s * g)
+    raise NumericalError(
+        f"naive mean field: the mean-field equations have no solution within reach "
+        f"of floating point: Newton's method stalled after {sol['n_iter']} steps at "
+        f"residual {np.max(np.abs(r)):.1e}, with cavity means up to "
+        f"{np.max(np.abs(m)):.1e}, and off a solution the free energy and its "
+        "gradient mean nothing.  Such equations have no solution (conflicting labels "
+        "on duplicated inputs under the noise-free step likelihood) or one that runs "
+        "off towards infinity (the step likelihood with a kernel so smooth that K is "
+        "singular to rounding).  Use a likelihood with label noise (probit, logit, "
+        "noisy threshold), add a noise term to the kernel (e.g. WhiteKernel), "
+        "shorten the length scales, or choose another method.", "naive_mean_field")
 
 
 #: Smallest reciprocal condition number of K (LAPACK ``dpocon``, 1-norm) with which
@@ -282,12 +330,15 @@ def _lower_product(T):
     return symmetric_from_lower(P)
 
 
-def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False):
+def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False,
+           warn_stall=True):
     """Newton's method with a line search on ``merit(m, moments)`` for
     ``m = (K - diag(s)) g(m)`` (see the module notes) of ``method`` (its
     registered name).  ``signed``: take the exact Newton step when some weights W
     are negative (the merit is the residual, for which it is a descent direction);
-    otherwise they are clipped at 0.  Returns a dict with the
+    otherwise they are clipped at 0.  ``warn_stall``: warn when the line search
+    stalls (otherwise the caller decides; ``stalled`` and ``warm``, whether the
+    run started from ``init``, say what happened).  Returns a dict with the
     solution ``m``, its ``moments`` (log Z, g, h, dpar), ``g``, ``h``, ``q = v / s``,
     the site-form factor ``sW``, ``L`` of the last iterate and the counts."""
     n = K.shape[0]
@@ -301,6 +352,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False
 
     # Start from the prior (m = 0) or from init, whichever has the smaller merit.
     m = np.zeros(n)
+    warm = False
     mo = moments(m)
     value = merit(m, mo)
     if init is not None and "m" in init:
@@ -309,7 +361,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False
             mo0 = moments(m0)
             value0 = merit(m0, mo0)
             if np.isfinite(value0) and value0 < value:
-                m, mo, value = m0.copy(), mo0, value0
+                m, mo, value, warm = m0.copy(), mo0, value0, True
     if not np.isfinite(value):
         raise NumericalError(f"{name}: the objective is not finite at the start.",
                              method)
@@ -370,7 +422,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False
         n_capped += capped
     else:
         L, sW = factor
-    if not converged:
+    if not converged and (warn_stall or not stalled):
         why = (f"its line search found no step that improves the "
                f"{'free energy' if name == 'mean field' else 'residual'} (the "
                "equations may have no solution, e.g. conflicting labels on duplicated "
@@ -383,7 +435,8 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False
         raise NumericalError(f"{name}: the log normalisers are not finite.", method)
     return {"m": m, "moments": mo, "g": g, "h": h, "q": q, "sW": sW, "L": L,
             "s": s, "n_iter": n_iter, "n_halvings": n_halvings,
-            "converged": converged, "stalled": stalled, "n_negative_w": n_negative,
+            "converged": converged, "stalled": stalled, "warm": warm,
+            "n_negative_w": n_negative,
             "n_capped_w": n_capped}
 
 
