@@ -27,10 +27,19 @@ the free energy (7) is the variational objective and, as a function of the means
 ``mu = m + s g``, convex when W >= 0 (its Hessian is ``K^{-1} + W``); the Newton step
 is a descent direction for it, so the line search on (7) makes the iteration converge
 from any start (quadratically near the solution).  The naive free energy is a saddle
-value, not a minimum, so its line search is on ``|r|^2``.  A negative W_i (the noisy
-threshold, which is not log-concave) is clipped to 0 in the step, which keeps it a
-descent direction for (7) (the convergence is then linear) and is counted in
-``info["n_negative_w"]``.
+value, not a minimum, so its line search is on ``|r|^2``.
+
+A negative W_i (the noisy threshold, which is not log-concave) is counted in
+``info["n_negative_w"]``.  The ensemble step clips it to 0, which keeps the step a
+descent direction for (7) (the convergence is then linear).  The naive step stays
+the exact Newton step, a descent direction for ``|r|^2`` whatever the signs of W
+(the clipped step need not be one: warm-started runs stalled on it, off the
+solution).  With ``a = sqrt(|W|)`` and ``sigma = sign(W)``, Woodbury gives
+
+    (I + K W)^{-1} r = r - K a M^{-1} a r,     M = sigma + a K a,
+
+symmetric indefinite (LAPACK ``dsysv``) and equal to B when W >= 0.  The posterior's
+site form uses W clipped at 0 for both methods.
 
 Why Newton rather than the paper's damped fixed-point iteration
 ``m <- m - eta (m - (K - S) g(m))``: that map is a contraction only when
@@ -57,6 +66,17 @@ g exactly on the equations (9)), so
     dK = (g g' + diag(h)) / 2.
 
 For both, ``d/d theta_lik = sum_i d log Z_i / d theta_lik`` (the likelihood parameter).
+
+The naive value and gradient hold at a solution only: off it the saddle function
+approximates nothing.  A naive run whose line search stalls (after a retry from the
+prior when it was warm-started) therefore raises NumericalError, which evidence
+maximisation takes as a failed evaluation and steps back from.  That happens when
+the equations have no solution (conflicting labels on a duplicated input under the
+step likelihood) or one beyond floating point: with the step likelihood and a
+kernel so smooth that K is singular to rounding (scikit-learn's test data with
+RBF(length_scale) beyond about 19), the cavity means double with every Newton step
+until the Jacobian, ill-conditioned like K, gives no better step.  A stalled ensemble run
+keeps its warning: its free energy is a bound at any q.
 
 Posterior for predictions
 -------------------------
@@ -182,8 +202,9 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
     or inverted.  The log evidence is minus the naive free energy (the equation
     after (9)), ``sum_i log Z_i - g'(K - diag K) g / 2``: an approximation, not a
     bound (evaluated as the saddle function ``sum log Z_i - g'm + g'(K - diag K) g
-    / 2``, equal on the solution and accurate to second order in the residual).  Called through :func:`gpc.infer` with ``method="naive_mean_field"``;
-    see :mod:`gpc.inference.meanfield` for the solver and the gradient.
+    / 2``, equal on the solution and accurate to second order in the residual).
+    Called through :func:`gpc.infer` with ``method="naive_mean_field"``; see
+    :mod:`gpc.inference.meanfield` for the solver and the gradient.
 
     Parameters
     ----------
@@ -194,7 +215,18 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
     Returns
     -------
     InferenceResult
-        As for :func:`mean_field` (no ``jitter`` is ever needed).
+        As for :func:`mean_field` (no ``jitter`` is ever needed; ``stalled`` is
+        always False, see Raises).
+
+    Raises
+    ------
+    NumericalError
+        When Newton's line search stalls, from the warm start and from the prior:
+        the equations have no solution that floating point reaches (e.g.
+        conflicting labels on a duplicated input, or the step likelihood with a
+        kernel that makes K singular to rounding), and off a solution the free
+        energy and its gradient mean nothing.  A noisy likelihood or a noise term
+        in the kernel gives a solution.
 
     Examples
     --------
@@ -217,8 +249,15 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
         r = m - (K @ mo[1] - s * mo[1])
         return 0.5 * r @ r
 
-    sol = _solve(K, y, likelihood, s, residual_norm, init, tol, max_iter,
-                 "naive_mean_field")
+    def solve(init):
+        return _solve(K, y, likelihood, s, residual_norm, init, tol, max_iter,
+                      "naive_mean_field", signed=True, warn_stall=False)
+
+    sol = solve(init)
+    if sol["stalled"] and sol["warm"]:
+        sol = solve(None)              # a warm start may sit on another branch
+    if sol["stalled"]:
+        _refuse_stall(K, sol)
     g, h = sol["g"], sol["h"]
     # Minus the saddle function at (m, g(m)): it equals sum log Z - g'(K - S) g / 2
     # on the solution, and errs only to second order in the residual off it.
@@ -230,6 +269,25 @@ def naive_mean_field(K, y, likelihood, *, init=None, compute_gradient=True, tol=
         dlik = _dlik(likelihood, sol, "naive_mean_field")
     return _result(sol, likelihood, log_evidence, dK, dlik, 0.0, "naive_mean_field",
                    {})
+
+
+def _refuse_stall(K, sol):
+    """Raise the NumericalError of a naive mean-field run whose line search stalled:
+    off a solution of the equations its free energy, a saddle value, is not an
+    approximation of anything, and varies with where the iteration stopped."""
+    g, s, m = sol["g"], sol["s"], sol["m"]
+    r = m - (K @ g - s * g)
+    raise NumericalError(
+        f"naive mean field: the mean-field equations have no solution within reach "
+        f"of floating point: Newton's method stalled after {sol['n_iter']} steps at "
+        f"residual {np.max(np.abs(r)):.1e}, with cavity means up to "
+        f"{np.max(np.abs(m)):.1e}, and off a solution the free energy and its "
+        "gradient mean nothing.  Such equations have no solution (conflicting labels "
+        "on duplicated inputs under the noise-free step likelihood) or one that runs "
+        "off towards infinity (the step likelihood with a kernel so smooth that K is "
+        "singular to rounding).  Use a likelihood with label noise (probit, logit, "
+        "noisy threshold), add a noise term to the kernel (e.g. WhiteKernel), "
+        "shorten the length scales, or choose another method.", "naive_mean_field")
 
 
 #: Smallest reciprocal condition number of K (LAPACK ``dpocon``, 1-norm) with which
@@ -272,10 +330,15 @@ def _lower_product(T):
     return symmetric_from_lower(P)
 
 
-def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
+def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method, signed=False,
+           warn_stall=True):
     """Newton's method with a line search on ``merit(m, moments)`` for
     ``m = (K - diag(s)) g(m)`` (see the module notes) of ``method`` (its
-    registered name).  Returns a dict with the
+    registered name).  ``signed``: take the exact Newton step when some weights W
+    are negative (the merit is the residual, for which it is a descent direction);
+    otherwise they are clipped at 0.  ``warn_stall``: warn when the line search
+    stalls (otherwise the caller decides; ``stalled`` and ``warm``, whether the
+    run started from ``init``, say what happened).  Returns a dict with the
     solution ``m``, its ``moments`` (log Z, g, h, dpar), ``g``, ``h``, ``q = v / s``,
     the site-form factor ``sW``, ``L`` of the last iterate and the counts."""
     n = K.shape[0]
@@ -289,6 +352,7 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
 
     # Start from the prior (m = 0) or from init, whichever has the smaller merit.
     m = np.zeros(n)
+    warm = False
     mo = moments(m)
     value = merit(m, mo)
     if init is not None and "m" in init:
@@ -297,13 +361,14 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
             mo0 = moments(m0)
             value0 = merit(m0, mo0)
             if np.isfinite(value0) and value0 < value:
-                m, mo, value = m0.copy(), mo0, value0
+                m, mo, value, warm = m0.copy(), mo0, value0, True
     if not np.isfinite(value):
         raise NumericalError(f"{name}: the objective is not finite at the start.",
                              method)
 
     n_iter = n_halvings = n_capped = 0
     converged = stalled = False
+    factor = None                      # (L, sW) of the current iterate, once formed
     while True:
         g, h = mo[1], mo[2]
         # v / s, in (0, 1] when h <= 0; floored so that W (the Newton weights) stays
@@ -312,8 +377,6 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
         q = np.maximum(1.0 + s * h, 1e-12)
         W = -h / q
         n_negative = int(np.count_nonzero(W < 0))
-        L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), method)
-        n_capped += capped
         r = residual(m, mo)
         Kg = K @ g
         if np.max(np.abs(r), initial=0.0) <= tol * (1.0 + np.max(np.abs(Kg),
@@ -322,8 +385,13 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
             break
         if n_iter >= max_iter:
             break
-        x = sW * cho_solve(L, sW * r)
-        d = -(r - K @ x) / q
+        d = _signed_newton_step(K, W, q, r) if signed and n_negative else None
+        if d is None:
+            L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), method)
+            n_capped += capped
+            factor = (L, sW)
+            x = sW * cho_solve(L, sW * r)
+            d = -(r - K @ x) / q
         r2 = r @ r
         t = 1.0
         for _ in range(MAX_HALVINGS):
@@ -345,8 +413,16 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
             stalled = True                           # no acceptable step
             break
         m, mo, value = m_new, mo_new, value_new
+        factor = None
         n_iter += 1
-    if not converged:
+    if factor is None:
+        # The site form of the posterior, from the weights clipped at 0 (see the
+        # module notes).
+        L, sW, capped = _factor_weights(K, np.maximum(W, 0.0), method)
+        n_capped += capped
+    else:
+        L, sW = factor
+    if not converged and (warn_stall or not stalled):
         why = (f"its line search found no step that improves the "
                f"{'free energy' if name == 'mean field' else 'residual'} (the "
                "equations may have no solution, e.g. conflicting labels on duplicated "
@@ -359,7 +435,8 @@ def _solve(K, y, likelihood, s, merit, init, tol, max_iter, method):
         raise NumericalError(f"{name}: the log normalisers are not finite.", method)
     return {"m": m, "moments": mo, "g": g, "h": h, "q": q, "sW": sW, "L": L,
             "s": s, "n_iter": n_iter, "n_halvings": n_halvings,
-            "converged": converged, "stalled": stalled, "n_negative_w": n_negative,
+            "converged": converged, "stalled": stalled, "warm": warm,
+            "n_negative_w": n_negative,
             "n_capped_w": n_capped}
 
 
@@ -387,6 +464,25 @@ def _factor_weights(K, W, method):
     raise NumericalError(f"{method.replace('_', ' ')}: the factorisation of I + sW K "
                          "sW failed even with the Newton weights capped (non-finite "
                          "moments?).", method)
+
+
+def _signed_newton_step(K, W, q, r):
+    """The exact Newton step ``d = -(I + K W)^{-1} r / q`` for weights W of either
+    sign, or None when its system is singular.
+
+    With ``a = sqrt(|W|)`` and ``sigma = sign(W)`` (+1 where W = 0), Woodbury gives
+    ``(I + K W)^{-1} r = r - K a M^{-1} a r`` with the symmetric indefinite
+    ``M = sigma + a K a`` (LAPACK ``dsysv``, Bunch-Kaufman): scaled like the
+    ``B = I + sW K sW`` of the clipped step, which it equals when W >= 0."""
+    a = np.sqrt(np.abs(W))
+    M = a[:, None] * K * a[None, :]
+    M[np.diag_indices_from(M)] += np.where(W < 0, -1.0, 1.0)
+    lwork = max(int(lapack.dsysv_lwork(len(W), lower=1)[0]), 1)
+    z, info = lapack.dsysv(M, (a * r)[:, None], lwork=lwork, lower=1,
+                           overwrite_a=1)[2:]
+    if info != 0 or not np.all(np.isfinite(z)):
+        return None
+    return -(r - K @ (a * z[:, 0])) / q
 
 
 def _dlik(likelihood, sol, method):
