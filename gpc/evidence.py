@@ -303,6 +303,12 @@ class EvidenceObjective(Evidence):
         self._infer = self._method
         self.options = dict(options or {})
         n_kernels = len(self.kernels)
+        if self._method.multinomial and n_kernels == 1 and \
+                getattr(likelihood, "n_classes", None) is None:
+            raise ValueError(
+                f"one kernel shared by the classes needs their number: give the "
+                f"likelihood it (e.g. {type(likelihood).__name__}(n_classes=3)) or "
+                f"pass one kernel per class.")
         self.jitters = [float(j) for j in jitter] if isinstance(jitter, (list, tuple)) \
             else [float(jitter)] * n_kernels
         if len(self.jitters) != n_kernels:

@@ -444,3 +444,12 @@ def test_one_objective_for_the_shared_and_the_per_class_kernels(iris, method,
     assert grad.shape == (2,) and grad_c.shape == (6,)
     np.testing.assert_allclose(grad_c.reshape(3, 2).sum(axis=0), grad, rtol=1e-9)
     assert shared.method == method and len(shared.kernels) == 1
+
+
+def test_a_shared_kernel_without_the_number_of_classes_is_refused(iris):
+    # It was a TypeError from deep inside (None classes to repeat the kernel for).
+    from gpc.evidence import EvidenceObjective
+
+    X, y = iris
+    with pytest.raises(ValueError, match="n_classes=3"):
+        EvidenceObjective(RBF(1.5), X, y, get_likelihood("softmax"), "laplace")
