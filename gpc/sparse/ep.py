@@ -446,7 +446,7 @@ def _ep(prior, likelihood, data, sites, *, tol, max_iter, damping, cache_bytes,
 
 
 def sparse_ep(kernel, likelihood, X, y, Z, *, sample_weight=None, sites=None,
-              jitter=1e-6, tol=1e-6, max_iter=100, damping=1.0, chunk_size=2048,
+              jitter=1e-6, tol=1e-8, max_iter=100, damping=1.0, chunk_size=2048,
               cache_bytes=2 ** 31, compute_gradient=True, inducing_gradient=False,
               verbose=0):
     """EP on the inducing-point (FITC) model: sites, log evidence and its gradient.
@@ -478,9 +478,11 @@ def sparse_ep(kernel, likelihood, X, y, Z, *, sample_weight=None, sites=None,
         ``(E, beta)`` of an earlier call (warm start); zeros when None.
     jitter : float, default=1e-6
         ``K(Z, Z)``'s diagonal is multiplied by ``1 + jitter`` (part of the model).
-    tol : float, default=1e-6
+    tol : float, default=1e-8
         EP stops when the largest site change of a sweep (of the undamped
-        update) is below ``tol``.
+        update) is below ``tol``.  The gradient is exact at the fixed point and
+        errs by about ``tol`` off it, the evidence by about its square (as for
+        :func:`gpc.inference.ep.ep`, whose default this is).
     max_iter : int, default=100
         Most EP sweeps.
     damping : float in (0, 1], default=1.0
