@@ -862,6 +862,20 @@ def test_bad_options(opts, match):
         ep(np.eye(2), [1, -1], "probit", **opts)
 
 
+# --- 9. resolution: what the rounding of K leaves of the evidence -----------------------
+
+def test_rounding_effect_is_reported():
+    # With the gradient, info holds the rounding effect u sum |dK o K| (u = 2^-53),
+    # recomputed here from dK; without it, None for a converged run.
+    X, y = data(30, 7)
+    K = se(X, 1.0, 1.0)
+    res = ep(K, y, "probit")
+    expected = np.finfo(float).eps / 2 * np.abs(res.dK * K).sum()
+    assert res.info["evidence_rounding"] == pytest.approx(expected, rel=1e-12)
+    assert 0 < expected < 1e-12
+    assert ep(K, y, "probit", compute_gradient=False).info["evidence_rounding"] is None
+
+
 # --- a workspace reused across calls ------------------------------------------------
 
 @pytest.mark.parametrize("method,updates", [("ep", "parallel"), ("ep", "sequential"),

@@ -103,7 +103,9 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
           and ``n_clipped_last_sweep``;
         - ``gradient_exact``: False when sites were still being clipped in the
           last sweep, so that ``dK`` and ``dlik`` miss their implicit terms (a
-          RuntimeWarning says so).
+          RuntimeWarning says so);
+        - ``evidence_rounding``: how far the rounding errors of K alone can move
+          the log evidence (see Notes; None without the gradient).
 
     Notes
     -----
@@ -150,6 +152,17 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
     with conflicting labels under the step likelihood), is retried with jitter
     on K (``info["jitter"]``).
 
+    *Resolution.*  ``info["evidence_rounding"]``, ``u sum_ij |dK_ij K_ij|``
+    with u = 2^-53, is to first order the most the log evidence moves when every
+    entry of K changes by its own rounding error, as it does from one
+    computation of K to the next at hyperparameters a rounding apart.  No
+    algorithm given K in double precision resolves the evidence more finely, so
+    a finite-difference check of the gradient with step h is only good to about
+    this over h.  It is tiny unless large site precisions confine the posterior
+    to directions in which K is nearly singular: noise-free or nearly
+    noise-free labels (the step, the noisy threshold) under a kernel far
+    smoother than they are, e.g. a long length scale.
+
     *Weights.*  With ``sample_weight``, site i approximates the weighted term
     ``p(y_i | f_i)^(w_i)`` by power EP (Minka 2004) of power ``1 / s_i``: the
     cavity removes the site's root ``t_i^(1 / s_i)``, the tilted law is that
@@ -181,5 +194,5 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
                      accelerate=accelerate, workspace=workspace,
-                     sample_weight=sample_weight)
+                     sample_weight=sample_weight, check_rounding=True)
 

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .. import _model, _site_loop
+from .. import _linalg, _model, _site_loop
 from .._validation import NotPositiveDefiniteError, check_integer, check_real
 from ..posterior import SitePosterior
 from ._base import InferenceResult, NumericalError, with_jitter, workspace_array
@@ -200,6 +200,31 @@ def _check_outcome(name, out, used, max_sweeps, compute_gradient):
                       RuntimeWarning, stacklevel=5)
 
 
+#: The unit roundoff of float64: the relative error of an entry of K as computed.
+UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
+
+
+def rounding_effect(fit, dK):
+    """``u sum_ij |dK_ij K_ij|`` (u the unit roundoff): to first order, the most the
+    log evidence at the fit's sites moves when every entry of K changes by its own
+    rounding error, as between two computations of K at hyperparameters a rounding
+    apart; no algorithm given K in double precision resolves the evidence more
+    finely.  It grows with site precisions that confine the posterior to directions
+    in which K is nearly singular (a kernel far smoother than hard labels).  ``dK``:
+    d log Z / dK at the fit's sites, or None to make it here from the factor
+    (O(n^3))."""
+    K = fit.K
+    if dK is None:
+        dK = np.array(fit.L, order="F", copy=True)
+        if _linalg.cho_inverse(dK) != 0:
+            return np.inf
+        _site_loop.evidence_dK(fit.S, fit.b, np.asfortranarray(fit.out.Q), dK)
+    total, n = 0.0, K.shape[0]
+    for j in range(0, n, 256):                      # (no n x n temporary)
+        total += float(np.abs(dK[:, j:j + 256] * K[:, j:j + 256]).sum())
+    return UNIT_ROUNDOFF * total
+
+
 def _gradient(fit, y, n_par, gradient_terms, name):
     """``(dK, dlik, exact)`` at the fit's sites: ``dK = (b b' - R) / 2`` made in
     place of B^{-1}, plus the method's own terms."""
@@ -243,7 +268,8 @@ def _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact):
 
 def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               updates, damping, min_damping, order, random_state, tol, max_sweeps,
-              accelerate, gradient_terms=None, workspace=None, sample_weight=None):
+              accelerate, gradient_terms=None, workspace=None, sample_weight=None,
+              check_rounding=False):
     """The site fit of EP (``rule`` ``_site_loop.RULE_EXPECTATION_PROPAGATION``) or
     posterior linearisation (``_site_loop.RULE_POSTERIOR_LINEARISATION``), as an
     :class:`InferenceResult`.
@@ -254,7 +280,10 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     S) / 2`` (or None), the derivative with respect to the likelihood parameter and
     whether they make the total derivative (Binv holds B^{-1} in its lower
     triangle).  ``sample_weight``: the examples' weights (or None), as in
-    :func:`gpc.inference.ep.ep`, whose options the others are."""
+    :func:`gpc.inference.ep.ep`, whose options the others are.
+
+    ``check_rounding`` (EP): ``info["evidence_rounding"]`` gets
+    :func:`rounding_effect` (None without the gradient)."""
     name = "EP" if rule == _site_loop.RULE_EXPECTATION_PROPAGATION else "PL"
     damping, max_sweeps = _checked_options(updates, order, damping, min_damping, tol,
                                            max_sweeps)
@@ -269,6 +298,10 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                    max_sweeps, compute_gradient)
     dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
                        if compute_gradient else (None, None, True))
+    info = _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact)
+    if check_rounding:
+        info["evidence_rounding"] = (float(rounding_effect(fit, dK)) if compute_gradient
+                                     else None)
     Q = fit.out.Q
     return InferenceResult(
         posterior=SitePosterior(fit.b, fit.S, fit.L, Q if Q.shape[1] else None,
@@ -277,6 +310,5 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         dK=dK,
         dlik=dlik,
         state={"tau": fit.tau, "nu": fit.nu},
-        info=_info(name, likelihood, fit, start, starts, n_runs, updates, jitter,
-                   exact),
+        info=info,
     )
