@@ -104,7 +104,17 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
         - ``gradient_exact``: False when the run did not converge (``dK`` and
           ``dlik`` are those of a point that is not the fixed point) or sites
           were still being clipped in the last sweep, so that they miss their
-          implicit terms (a ConvergenceWarning or a RuntimeWarning says so).
+          implicit terms (a ConvergenceWarning or a RuntimeWarning says so);
+        - ``evidence_rounding``: how far the rounding errors of K alone can move
+          the log evidence (see Notes; None for a converged run without the
+          gradient).
+
+    Raises
+    ------
+    NumericalError
+        When the log evidence is not finite, or when the run did not converge
+        because its fixed point cannot be resolved in double precision (see
+        Notes).
 
     Notes
     -----
@@ -151,6 +161,26 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
     with conflicting labels under the step likelihood), is retried with jitter
     on K (``info["jitter"]``).
 
+    *Resolution.*  ``info["evidence_rounding"]``, ``u sum_ij |dK_ij K_ij|``
+    with u = 2^-53, is to first order the most the log evidence moves when every
+    entry of K changes by its own rounding error, as it does from one
+    computation of K to the next at hyperparameters a rounding apart.  No
+    algorithm given K in double precision resolves the evidence more finely, so
+    a finite-difference check of the gradient with step h is only good to about
+    this over h.  It is tiny unless large site precisions confine the posterior
+    to directions in which K is nearly singular: noise-free or nearly
+    noise-free labels (the step, the noisy threshold) under a kernel far
+    smoother than they are, e.g. a long length scale.  There the fixed point
+    may still exist, but the site residual stalls at rounding noise well above
+    ``tol``.  So a run that does not converge is checked: if changing every
+    entry of K by a random fraction of its rounding error changes the residual
+    at its sites by more than ``tol`` and by more than 1e-4 of itself (it is
+    then noise: 0.008 to 2 times itself where seen, against below 1e-8 for runs
+    merely out of sweeps), the run is refused with a NumericalError, which the
+    evidence maximisers treat as a failed evaluation, rather than returned with
+    an evidence and a gradient that would be noise.  Otherwise a
+    ConvergenceWarning says that more sweeps are needed.
+
     *Weights.*  With ``sample_weight``, site i approximates the weighted term
     ``p(y_i | f_i)^(w_i)`` by power EP (Minka 2004) of power ``1 / s_i``: the
     cavity removes the site's root ``t_i^(1 / s_i)``, the tilted law is that
@@ -182,5 +212,5 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
                      accelerate=accelerate, workspace=workspace,
-                     sample_weight=sample_weight)
+                     sample_weight=sample_weight, check_rounding=True)
 

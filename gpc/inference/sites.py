@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .. import _model, _site_loop
+from .. import _linalg, _model, _site_loop
 from .._validation import NotPositiveDefiniteError, check_integer, check_real
 from ..posterior import SitePosterior
 from ._base import InferenceResult, NumericalError, with_jitter, workspace_array
@@ -171,15 +171,20 @@ def _best_run(K, starts, runner, workspace):
     return (*best, n_runs)
 
 
-def _check_outcome(name, out, used, max_sweeps, compute_gradient):
-    """Refuse a non-finite evidence; warn of an unconverged run, of sites left out
-    of the evidence and of sites clipped in the last sweep."""
+def _check_finite(name, out):
+    """Refuse a non-finite evidence."""
     if not np.isfinite(out.log_evidence):
         raise NumericalError(
             f"{name}: the log evidence is not finite after {out.n_sweeps} sweeps "
             f"({'converged' if out.converged else 'not converged'}); the posterior "
             "has run into a region where the likelihood's moments underflow (try a "
             "smaller kernel variance or more damping).", name.lower())
+
+
+def _check_outcome(name, out, used, max_sweeps, compute_gradient):
+    """Refuse a non-finite evidence; warn of an unconverged run, of sites left out
+    of the evidence and of sites clipped in the last sweep."""
+    _check_finite(name, out)
     if not out.converged:
         warnings.warn(f"{name} did not converge in {out.n_sweeps} sweeps (max_sweeps="
                       f"{max_sweeps}, {used}); the evidence and its gradient are "
@@ -198,6 +203,89 @@ def _check_outcome(name, out, used, max_sweeps, compute_gradient):
                       "would have made a cavity or the posterior improper); dK and "
                       "dlik omit their implicit terms and are approximate.",
                       RuntimeWarning, stacklevel=5)
+
+
+#: The unit roundoff of float64: the relative error of an entry of K as computed.
+UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
+
+
+def rounding_effect(fit, dK):
+    """``u sum_ij |dK_ij K_ij|`` (u the unit roundoff): to first order, the most the
+    log evidence at the fit's sites moves when every entry of K changes by its own
+    rounding error, as between two computations of K at hyperparameters a rounding
+    apart; no algorithm given K in double precision resolves the evidence more
+    finely.  It grows with site precisions that confine the posterior to directions
+    in which K is nearly singular (a kernel far smoother than hard labels).  ``dK``:
+    d log Z / dK at the fit's sites, or None to make it here from the factor
+    (O(n^3))."""
+    K = fit.K
+    if dK is None:
+        dK = np.array(fit.L, order="F", copy=True)
+        if _linalg.cho_inverse(dK) != 0:
+            return np.inf
+        _site_loop.evidence_dK(fit.S, fit.b, np.asfortranarray(fit.out.Q), dK)
+    total, n = 0.0, K.shape[0]
+    for j in range(0, n, 256):                      # (no n x n temporary)
+        total += float(np.abs(dK[:, j:j + 256] * K[:, j:j + 256]).sum())
+    return UNIT_ROUNDOFF * total
+
+
+def _residual_at(K, fit, runner):
+    """The residual of an undamped parallel update at the fit's sites on K (the
+    fit's own or a perturbed one): one factorisation, no step."""
+    n = K.shape[0]
+    buffers = _site_loop.SiteBuffers(np.zeros((n, n), order="F"),
+                                     *(np.empty(n) for _ in range(4)),
+                                     np.zeros((0, 0), order="F"))
+    out = _site_loop.run(K, runner.y, runner.model, fit.tau.copy(), fit.nu.copy(),
+                         buffers, _site_loop.SiteOptions(True, 1.0, 1.0, 1.0, 0, False))
+    return out.residual if out.status == _site_loop.STATUS_OK else np.inf
+
+
+def _rounding_residual(fit, runner):
+    """``(r0, change)``: the residual r0 of an undamped update at an unconverged
+    fit's sites, and the most it changes when every entry of K changes by a random
+    fraction of its rounding error (two draws, fixed seeds).  Three factorisations
+    (and n x n copies), only for an unconverged run.
+
+    Where the run stopped short of a fixed point that double precision resolves,
+    the change is a tiny fraction of r0 (below 1e-8 of it in the tests' hard
+    problems, whether out of sweeps or running away); where it stalled at the
+    resolution of double precision, r0 is itself rounding noise and the change
+    comparable (0.008 to 2 times r0 there), and no more sweeps improve it."""
+    K = fit.K
+    r0 = _residual_at(K, fit, runner)
+    change = 0.0
+    for seed in (0, 1):
+        E = np.random.default_rng(seed).uniform(-UNIT_ROUNDOFF, UNIT_ROUNDOFF, K.shape)
+        E = np.triu(E) + np.triu(E, 1).T
+        E += 1.0
+        E *= K
+        change = max(change, abs(_residual_at(np.asfortranarray(E), fit, runner) - r0))
+    return r0, change
+
+
+def _check_resolved(name, fit, runner, rounding, tol, used):
+    """Refuse an unconverged run whose residual is rounding noise: the rounding
+    errors of K alone change it by more than ``tol`` and by more than 1e-4 of itself
+    (see :func:`_rounding_residual`).  Its fixed point cannot be resolved in double
+    precision, and its evidence and gradient would be noise."""
+    out = fit.out
+    if out.converged:
+        return
+    r0, change = _rounding_residual(fit, runner)
+    if not (change > tol and change > 1e-4 * r0):
+        return
+    raise NumericalError(
+        f"{name}: the fixed point cannot be resolved in double precision: the "
+        f"{used} run stalled after {out.n_sweeps} sweeps at a residual of {r0:.1e}, "
+        f"which the rounding errors of K alone change by {change:.1e}, more than "
+        f"tol={tol:g} (and the log evidence by up to {rounding:.1e}).  The site "
+        f"precisions (up to {np.max(np.abs(fit.tau)):.1e}) confine the posterior to "
+        "directions in which K is nearly singular: labels (nearly) free of noise "
+        "that K can barely separate, e.g. under a kernel far smoother than they are "
+        "or at duplicated inputs with conflicting labels.  Try a shorter length "
+        "scale or a noisier likelihood.", name.lower())
 
 
 def _gradient(fit, y, n_par, gradient_terms, name):
@@ -244,7 +332,8 @@ def _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact):
 
 def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               updates, damping, min_damping, order, random_state, tol, max_sweeps,
-              accelerate, gradient_terms=None, workspace=None, sample_weight=None):
+              accelerate, gradient_terms=None, workspace=None, sample_weight=None,
+              check_rounding=False):
     """The site fit of EP (``rule`` ``_site_loop.RULE_EXPECTATION_PROPAGATION``) or
     posterior linearisation (``_site_loop.RULE_POSTERIOR_LINEARISATION``), as an
     :class:`InferenceResult`.
@@ -255,7 +344,13 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     S) / 2`` (or None), the derivative with respect to the likelihood parameter and
     whether they make the total derivative (Binv holds B^{-1} in its lower
     triangle).  ``sample_weight``: the examples' weights (or None), as in
-    :func:`gpc.inference.ep.ep`, whose options the others are."""
+    :func:`gpc.inference.ep.ep`, whose options the others are.
+
+    ``check_rounding`` (EP): ``info["evidence_rounding"]`` gets
+    :func:`rounding_effect` (None without the gradient, unless the run did not
+    converge), and an unconverged run whose residual is rounding noise (see
+    :func:`_rounding_residual`) is refused with a NumericalError instead of
+    returned with a ConvergenceWarning."""
     name = "EP" if rule == _site_loop.RULE_EXPECTATION_PROPAGATION else "PL"
     damping, max_sweeps = _checked_options(updates, order, damping, min_damping, tol,
                                            max_sweeps)
@@ -266,10 +361,24 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                      (damping, float(min_damping), float(tol), max_sweeps,
                       bool(accelerate)), compute_gradient, name, sample_weight)
     fit, jitter, start, n_runs = _best_run(K, starts, runner, workspace)
-    _check_outcome(name, fit.out, "parallel" if start.parallel else "sequential",
-                   max_sweeps, compute_gradient)
-    dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
-                       if compute_gradient else (None, None, True))
+    used = "parallel" if start.parallel else "sequential"
+    rounding = None
+    if check_rounding:
+        # The gradient first: its dK gives the rounding effect in O(n^2).
+        _check_finite(name, fit.out)
+        dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
+                           if compute_gradient else (None, None, True))
+        if compute_gradient or not fit.out.converged:
+            rounding = rounding_effect(fit, dK)
+        _check_resolved(name, fit, runner, rounding, tol, used)
+        _check_outcome(name, fit.out, used, max_sweeps, compute_gradient)
+    else:
+        _check_outcome(name, fit.out, used, max_sweeps, compute_gradient)
+        dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
+                           if compute_gradient else (None, None, True))
+    info = _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact)
+    if check_rounding:
+        info["evidence_rounding"] = None if rounding is None else float(rounding)
     Q = fit.out.Q
     return InferenceResult(
         posterior=SitePosterior(fit.b, fit.S, fit.L, Q if Q.shape[1] else None,
@@ -278,6 +387,5 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
         dK=dK,
         dlik=dlik,
         state={"tau": fit.tau, "nu": fit.nu},
-        info=_info(name, likelihood, fit, start, starts, n_runs, updates, jitter,
-                   exact),
+        info=info,
     )
