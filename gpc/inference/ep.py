@@ -106,8 +106,7 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
           were still being clipped in the last sweep, so that they miss their
           implicit terms (a ConvergenceWarning or a RuntimeWarning says so);
         - ``evidence_rounding``: how far the rounding errors of K alone can move
-          the log evidence (see Notes; None for a converged run without the
-          gradient).
+          the log evidence (see Notes; None without the gradient).
 
     Raises
     ------
@@ -212,5 +211,5 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
                      damping=damping, min_damping=min_damping, order=order,
                      random_state=random_state, tol=tol, max_sweeps=max_sweeps,
                      accelerate=accelerate, workspace=workspace,
-                     sample_weight=sample_weight, check_rounding=True)
+                     sample_weight=sample_weight)
 

@@ -265,7 +265,7 @@ def _rounding_residual(fit, runner):
     return r0, change
 
 
-def _check_resolved(name, fit, runner, rounding, tol, used):
+def _check_resolved(name, fit, runner, tol, used):
     """Refuse an unconverged run whose residual is rounding noise: the rounding
     errors of K alone change it by more than ``tol`` and by more than 1e-4 of itself
     (see :func:`_rounding_residual`).  Its fixed point cannot be resolved in double
@@ -276,6 +276,7 @@ def _check_resolved(name, fit, runner, rounding, tol, used):
     r0, change = _rounding_residual(fit, runner)
     if not (change > tol and change > 1e-4 * r0):
         return
+    rounding = rounding_effect(fit, None)
     raise NumericalError(
         f"{name}: the fixed point cannot be resolved in double precision: the "
         f"{used} run stalled after {out.n_sweeps} sweeps at a residual of {r0:.1e}, "
@@ -332,8 +333,7 @@ def _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact):
 
 def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
               updates, damping, min_damping, order, random_state, tol, max_sweeps,
-              accelerate, gradient_terms=None, workspace=None, sample_weight=None,
-              check_rounding=False):
+              accelerate, gradient_terms=None, workspace=None, sample_weight=None):
     """The site fit of EP (``rule`` ``_site_loop.RULE_EXPECTATION_PROPAGATION``) or
     posterior linearisation (``_site_loop.RULE_POSTERIOR_LINEARISATION``), as an
     :class:`InferenceResult`.
@@ -346,9 +346,8 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
     triangle).  ``sample_weight``: the examples' weights (or None), as in
     :func:`gpc.inference.ep.ep`, whose options the others are.
 
-    ``check_rounding`` (EP): ``info["evidence_rounding"]`` gets
-    :func:`rounding_effect` (None without the gradient, unless the run did not
-    converge), and an unconverged run whose residual is rounding noise (see
+    ``info["evidence_rounding"]`` gets :func:`rounding_effect` (None without the
+    gradient), and an unconverged run whose residual is rounding noise (see
     :func:`_rounding_residual`) is refused with a NumericalError instead of
     returned with a ConvergenceWarning."""
     name = "EP" if rule == _site_loop.RULE_EXPECTATION_PROPAGATION else "PL"
@@ -362,23 +361,15 @@ def fit_sites(K, y, likelihood, rule, evidence_rule, *, init, compute_gradient,
                       bool(accelerate)), compute_gradient, name, sample_weight)
     fit, jitter, start, n_runs = _best_run(K, starts, runner, workspace)
     used = "parallel" if start.parallel else "sequential"
-    rounding = None
-    if check_rounding:
-        # The gradient first: its dK gives the rounding effect in O(n^2).
-        _check_finite(name, fit.out)
-        dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
-                           if compute_gradient else (None, None, True))
-        if compute_gradient or not fit.out.converged:
-            rounding = rounding_effect(fit, dK)
-        _check_resolved(name, fit, runner, rounding, tol, used)
-        _check_outcome(name, fit.out, used, max_sweeps, compute_gradient)
-    else:
-        _check_outcome(name, fit.out, used, max_sweeps, compute_gradient)
-        dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
-                           if compute_gradient else (None, None, True))
+    _check_finite(name, fit.out)
+    _check_resolved(name, fit, runner, tol, used)
+    _check_outcome(name, fit.out, used, max_sweeps, compute_gradient)
+    dK, dlik, exact = (_gradient(fit, y, len(runner.par), gradient_terms, name)
+                       if compute_gradient else (None, None, True))
     info = _info(name, likelihood, fit, start, starts, n_runs, updates, jitter, exact)
-    if check_rounding:
-        info["evidence_rounding"] = None if rounding is None else float(rounding)
+    # From dK in O(n^2).
+    info["evidence_rounding"] = float(rounding_effect(fit, dK)) if compute_gradient \
+        else None
     Q = fit.out.Q
     return InferenceResult(
         posterior=SitePosterior(fit.b, fit.S, fit.L, Q if Q.shape[1] else None,
