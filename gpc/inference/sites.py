@@ -266,12 +266,15 @@ def _rounding_residual(fit, runner):
 
 
 def _check_resolved(name, fit, runner, tol, used):
-    """Refuse an unconverged run whose residual is rounding noise: the rounding
-    errors of K alone change it by more than ``tol`` and by more than 1e-4 of itself
-    (see :func:`_rounding_residual`).  Its fixed point cannot be resolved in double
-    precision, and its evidence and gradient would be noise."""
+    """Refuse an unconverged classification run whose residual is rounding noise:
+    the rounding errors of K alone change it by more than ``tol`` and by more than
+    1e-4 of itself (see :func:`_rounding_residual`).  Its fixed point cannot be
+    resolved in double precision, and its evidence and gradient would be noise.
+    (A regression's residual is in the targets' units, which ``tol`` is not: with
+    targets of 1e90 it stalls near 1e71 on an evidence that is right; that run
+    only warns.)"""
     out = fit.out
-    if out.converged:
+    if out.converged or not runner.likelihood.is_classification:
         return
     r0, change = _rounding_residual(fit, runner)
     if not (change > tol and change > 1e-4 * r0):
