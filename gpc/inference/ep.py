@@ -171,14 +171,15 @@ def ep(K, y, likelihood, *, init=None, compute_gradient=True, sample_weight=None
     noise-free labels (the step, the noisy threshold) under a kernel far
     smoother than they are, e.g. a long length scale.  There the fixed point
     may still exist, but the site residual stalls at rounding noise well above
-    ``tol``.  So a run that does not converge is checked: if changing every
-    entry of K by a random fraction of its rounding error changes the residual
-    at its sites by more than ``tol`` and by more than 1e-4 of itself (it is
-    then noise: 0.008 to 2 times itself where seen, against below 1e-8 for runs
-    merely out of sweeps), the run is refused with a NumericalError, which the
-    evidence maximisers treat as a failed evaluation, rather than returned with
-    an evidence and a gradient that would be noise.  Otherwise a
-    ConvergenceWarning says that more sweeps are needed.
+    ``tol``.  So a classification run that does not converge is checked: if
+    changing every entry of K by a random fraction of its rounding error changes
+    the residual at its sites by more than ``tol`` and by more than 1e-4 of itself
+    (it is then noise: 0.008 to 2 times itself where seen, against below 1e-8 for
+    runs merely out of sweeps), the run is refused with a NumericalError, which
+    the evidence maximisers treat as a failed evaluation, rather than returned
+    with an evidence and a gradient that would be noise.  Otherwise a
+    ConvergenceWarning says that more sweeps are needed.  (A regression's
+    residual is in the units of its targets, which ``tol`` is not: it only warns.)
 
     *Weights.*  With ``sample_weight``, site i approximates the weighted term
     ``p(y_i | f_i)^(w_i)`` by power EP (Minka 2004) of power ``1 / s_i``: the
