@@ -75,7 +75,7 @@ def objective(method, kernel, likelihood):
 
 def gradient_errors(obj, h=1e-4):
     """``(relative errors, warnings)`` of the objective's gradient at its theta; the
-    warnings are those of the evaluation at theta itself.
+    warnings are those of the evaluation at theta itself (errors None if any).
 
     A difference quotient of step h cannot resolve the derivative more finely
     than the evidence's own rounding over h: the site methods report how far the
@@ -86,6 +86,8 @@ def gradient_errors(obj, h=1e-4):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _, grad = obj(theta)
+    if caught:
+        return None, caught                       # no differences needed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fd = np.array([richardson(lambda t: obj(theta + t * e)[0], 0.0, h)
