@@ -983,6 +983,13 @@ cdef inline void _tempered_quadrature(int lik, double y, double m, double v, dou
     d2logZ[0] = ((s2 / s0 - mean * mean) - v) / (v * v)
 
 
+cdef inline double lik_tempered_eps(double e, double c, double* a) noexcept nogil:
+    # The noisy threshold of eps = e to the power c is A times that of eps' = e^c /
+    # A, A = e^c + (1 - e)^c: eps' (returned) and A.
+    a[0] = pow(e, c) + pow(1.0 - e, c)
+    return pow(e, c) / a[0]
+
+
 cdef inline bint lik_tempers(int lik) noexcept nogil:
     # Whether lik_tempered_moments has the likelihood's tempered integrals (a new
     # code is fitted by power EP until it does, see _model.pxd).
@@ -1014,11 +1021,10 @@ cdef inline void lik_tempered_moments(int lik, double y, double m, double v,
     elif lik == LIK_STEP:
         lik_gauss_moments(lik, y, m, v, par, quad, logZ, dlogZ, d2logZ, dlogZ_dpar)
     elif lik == LIK_NOISY_THRESHOLD:
-        # eps^c and (1 - eps)^c: A times the noisy threshold of eps' = eps^c / A,
-        # A = eps^c + (1 - eps)^c; d eps'/d eps = c (eps (1 - eps))^(c-1) / A^2.
+        # lik_tempered_eps; d eps'/d eps = c (eps (1 - eps))^(c-1) / A^2.
         e = par[0]
-        a = pow(e, c) + pow(1.0 - e, c)
-        _noisy_moments(y, m, v, pow(e, c) / a, logZ, dlogZ, d2logZ, dlogZ_dpar)
+        _noisy_moments(y, m, v, lik_tempered_eps(e, c, &a), logZ, dlogZ, d2logZ,
+                       dlogZ_dpar)
         logZ[0] += log(a)
         dlogZ_dpar[0] = (c * (pow(e, c - 1.0) - pow(1.0 - e, c - 1.0)) / a
                          + dlogZ_dpar[0] * c * pow(e * (1.0 - e), c - 1.0) / (a * a))

@@ -134,7 +134,7 @@ cdef inline double model_site_power(const Model* md, int i) noexcept nogil:
     precision per unit weight exceeds the marginal's.  1 without weights, 0 for a
     zero weight (the site is held at 1)."""
     cdef double w = model_weight(md, i)
-    if 0.0 < w < 1.0 and md.lik != LIK_PYTHON and lik_tempers(md.lik):
+    if 0.0 < w < 1.0 and lik_tempers(md.lik):
         return 1.0
     return w
 

@@ -13,10 +13,10 @@
 # and calls it with no indirection; _pl.pyx wraps PL's for Python.  The Model
 # (the likelihood, the rule and PL's evidence rule) is the one of _model.pxd.
 
-from libc.math cimport exp, fabs, log, log1p, pow, sqrt, isfinite, INFINITY, M_PI, NAN
+from libc.math cimport exp, fabs, log, log1p, sqrt, isfinite, INFINITY, M_PI, NAN
 
 from _lik cimport (LIK_GAUSSIAN, LIK_NOISY_THRESHOLD, LIK_STEP, Quad, _clamp, _ell,
-                   lik_tempered_moments)
+                   lik_tempered_eps, lik_tempered_moments)
 from _model cimport (Model, RULE_EP, RULE_PL, model_derivs, model_moments,
                     model_site_moments, model_site_power, model_site_root,
                     model_weight)
@@ -86,16 +86,16 @@ cdef inline double _pl_correction_threshold(const Model* md, double yi, double m
     Unlike a rule's sums they include the step's delta function at f = 0.
     dc/d eps = d log Z / d eps.  A cavity that is not proper (a <= 0) makes the
     integral diverge: +inf (sums NaN).  The likelihood to a ``power`` below 1 is
-    the noisy threshold of eps' = eps^power / A times A = eps^power + (1 -
-    eps)^power (the step is unchanged): the same with eps' and log A added (Z and
-    its derivatives from ``lik_tempered_moments``)."""
+    A times the noisy threshold of eps' (``lik_tempered_eps``; the step is
+    unchanged): the same with eps' and log A added (Z and its derivatives from
+    ``lik_tempered_moments``)."""
     cdef double eps = md.par[0] if md.lik == LIK_NOISY_THRESHOLD else 0.0
     cdef double a = 1.0 - tau * v, vc, mc, zc, lc, lz, d1, d2, dpar, a1, a2, c, gm, ef
-    cdef double log_a = 0.0
+    cdef double log_a = 0.0, big_a
     cdef int k
     if power < 1.0 and eps > 0.0:
-        log_a = log(pow(eps, power) + pow(1.0 - eps, power))
-        eps = exp(power * log(eps) - log_a)
+        eps = lik_tempered_eps(eps, power, &big_a)
+        log_a = log(big_a)
     if not (a > 0.0):
         if sums != NULL:
             for k in range(5):

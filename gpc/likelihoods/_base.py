@@ -446,7 +446,7 @@ class Likelihood(LikelihoodBase):
         """Whether :meth:`gauss_moments` takes a ``power`` (the compiled
         likelihoods): EP then fits an example of weight below 1 with its
         likelihood raised to that weight."""
-        return self.code != LIK_PYTHON and _moments.tempers(self.code)
+        return _moments.tempers(self.code)
 
     def predict(self, m, v):
         """Predictive probability p(y = +1) = E[p(+1 | f)] for f ~ N(m, v).
