@@ -182,9 +182,8 @@ def _check_finite(name, out):
 
 
 def _check_outcome(name, out, used, max_sweeps, compute_gradient):
-    """Refuse a non-finite evidence; warn of an unconverged run, of sites left out
-    of the evidence and of sites clipped in the last sweep."""
-    _check_finite(name, out)
+    """Warn of an unconverged run, of sites left out of the evidence and of sites
+    clipped in the last sweep."""
     if not out.converged:
         warnings.warn(f"{name} did not converge in {out.n_sweeps} sweeps (max_sweeps="
                       f"{max_sweeps}, {used}); the evidence and its gradient are "
@@ -230,13 +229,9 @@ def rounding_effect(fit, dK):
     return UNIT_ROUNDOFF * total
 
 
-def _residual_at(K, fit, runner):
+def _residual_at(K, fit, runner, buffers):
     """The residual of an undamped parallel update at the fit's sites on K (the
-    fit's own or a perturbed one): one factorisation, no step."""
-    n = K.shape[0]
-    buffers = _site_loop.SiteBuffers(np.zeros((n, n), order="F"),
-                                     *(np.empty(n) for _ in range(4)),
-                                     np.zeros((0, 0), order="F"))
+    fit's own or a perturbed one): one factorisation, no step, in ``buffers``."""
     out = _site_loop.run(K, runner.y, runner.model, fit.tau.copy(), fit.nu.copy(),
                          buffers, _site_loop.SiteOptions(True, 1.0, 1.0, 1.0, 0, False))
     return out.residual if out.status == _site_loop.STATUS_OK else np.inf
@@ -253,15 +248,19 @@ def _rounding_residual(fit, runner):
     problems, whether out of sweeps or running away); where it stalled at the
     resolution of double precision, r0 is itself rounding noise and the change
     comparable (0.008 to 2 times r0 there), and no more sweeps improve it."""
-    K = fit.K
-    r0 = _residual_at(K, fit, runner)
+    K, n = fit.K, fit.K.shape[0]
+    buffers = _site_loop.SiteBuffers(np.zeros((n, n), order="F"),
+                                     *(np.empty(n) for _ in range(4)),
+                                     np.zeros((0, 0), order="F"))
+    r0 = _residual_at(K, fit, runner, buffers)
     change = 0.0
     for seed in (0, 1):
         E = np.random.default_rng(seed).uniform(-UNIT_ROUNDOFF, UNIT_ROUNDOFF, K.shape)
         E = np.triu(E) + np.triu(E, 1).T
         E += 1.0
         E *= K
-        change = max(change, abs(_residual_at(np.asfortranarray(E), fit, runner) - r0))
+        change = max(change, abs(_residual_at(np.asfortranarray(E), fit, runner,
+                                              buffers) - r0))
     return r0, change
 
 
