@@ -40,6 +40,14 @@ def p_lik(name, y, f, eps=EPS):
     return H if name == "step" else eps + (1 - 2 * eps) * H
 
 
+def richardson(f, x, h):
+    """f'(x) by central differences at steps h and 2h, extrapolated (error O(h^4));
+    f is evaluated at x + h, x - h, x + 2h, x - 2h in that order."""
+    d1 = (f(x + h) - f(x - h)) / (2 * h)
+    d2 = (f(x + 2 * h) - f(x - 2 * h)) / (4 * h)
+    return (4 * d1 - d2) / 3
+
+
 def assert_objective_gradient(obj, rtol=1e-5):
     """An evidence objective's gradient at its current theta against central
     differences of its value (step 1e-5 in each log-hyperparameter)."""

@@ -23,7 +23,7 @@ from gpc.inference import NumericalError, available_methods
 from gpc.likelihoods import get_likelihood
 from gpc.sparse import sparse_ep
 
-from _sites import LIKS, lik_obj
+from _sites import LIKS, lik_obj, richardson
 
 skt = pytest.importorskip("sklearn.gaussian_process.tests.test_gpc")
 X, Y = skt.X, np.where(skt.y > 0, 1.0, -1.0)
@@ -40,13 +40,6 @@ LENGTH_SCALES = [pytest.param(np.logspace(-3, 3, 13), id="13-scales",
                               marks=pytest.mark.slow),
                  pytest.param(np.array([1e-3, 1e-1, 1.0, 10.0, 10 ** 1.5, 1e2, 1e3]),
                               id="7-scales")]
-
-
-def richardson(f, x, h):
-    """f'(x) by central differences at steps h and 2h, extrapolated (error O(h^4))."""
-    d1 = (f(x + h) - f(x - h)) / (2 * h)
-    d2 = (f(x + 2 * h) - f(x - 2 * h)) / (4 * h)
-    return (4 * d1 - d2) / 3
 
 
 class SparseObjective:

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import gpc
 from gpc.likelihoods import Gaussian
-from _sites import LIKS, data, lik_obj, p_lik, se
+from _sites import LIKS, data, lik_obj, p_lik, richardson, se
 
 METHODS = ["mean_field", "naive_mean_field"]
 
@@ -292,10 +292,7 @@ def _richardson_errors(obj, theta, h=1e-4):
     _, grad = obj(theta)
     errors = []
     for k, e in enumerate(np.eye(len(theta))):
-        f = {t: obj(theta + t * e)[0] for t in (h, -h, 2 * h, -2 * h)}
-        d1 = (f[h] - f[-h]) / (2 * h)
-        d2 = (f[2 * h] - f[-2 * h]) / (4 * h)
-        r = (4 * d1 - d2) / 3
+        r = richardson(lambda t: obj(theta + t * e)[0], 0.0, h)
         errors.append(abs(grad[k] - r) / max(abs(r), 1e-2))
     return np.array(errors)
 
